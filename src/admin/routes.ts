@@ -1,0 +1,222 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.ts';
+import { listAudit } from '../auth/audit.ts';
+import { parseBearer } from '../auth/authenticate.ts';
+import { ROLES, type Role } from '../auth/permissions.ts';
+import { keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from '../auth/present.ts';
+import type { AppDeps } from '../http/app.ts';
+import { badRequest, conflict, notFound, notImplemented, unauthorized } from '../http/errors.ts';
+import { pageQuerySchema, toPage } from '../http/paging.ts';
+import { idParams, pathId } from '../http/schemas.ts';
+import { createMember, getMember, isEmail, listMembers, updateMember } from '../orgs/members.ts';
+import { createOrganization, getOrganization, listOrganizations, updateOrganization } from '../orgs/organizations.ts';
+import { PLAN_NAMES, type PlanName } from '../orgs/plans.ts';
+
+const OPERATOR = { type: 'operator' } as const;
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Constant-time comparison of the presented token with WEIR_ADMIN_TOKEN (hashing first equalises lengths). */
+export function adminTokenMatches(header: string | undefined, expected: string): boolean {
+  const given = parseBearer(header);
+  return given !== undefined && timingSafeEqual(digest(given), digest(expected));
+}
+
+const orgPresent = (o: { id: string; name: string; plan: string; region: string; created_at: Date; updated_at: Date }) => ({
+  id: o.id,
+  name: o.name,
+  plan: o.plan,
+  region: o.region,
+  created_at: o.created_at,
+  updated_at: o.updated_at,
+});
+
+const memberPresent = (m: { id: string; organization_id: string; email: string; role: string; active: boolean; created_at: Date; updated_at: Date }) => ({
+  id: m.id,
+  organization_id: m.organization_id,
+  email: m.email,
+  role: m.role,
+  active: m.active,
+  created_at: m.created_at,
+  updated_at: m.updated_at,
+});
+
+/**
+ * The operator API (/admin/v1): what a SaaS operator or billing system owns.
+ * When WEIR_ADMIN_TOKEN is unset the whole tree answers 404, as if absent.
+ */
+export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
+  const { db, config } = deps;
+  root.register(
+    async (app) => {
+      app.addHook('onRequest', async (request) => {
+        if (!config.adminToken) throw notFound(`No route ${request.method} ${request.url.split('?')[0]}.`);
+        if (!adminTokenMatches(request.headers.authorization, config.adminToken)) throw unauthorized('A valid operator token is required: send Authorization: Bearer <WEIR_ADMIN_TOKEN>.');
+      });
+
+      app.post<{ Body: { name: string; plan?: PlanName; region?: string } }>(
+        '/organizations',
+        {
+          schema: {
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['name'],
+              properties: {
+                name: { type: 'string', minLength: 1, maxLength: 100 },
+                plan: { type: 'string', enum: PLAN_NAMES },
+                region: { type: 'string', pattern: '^[a-z0-9]{2,16}$' },
+              },
+            },
+          },
+        },
+        async (request, reply) => {
+          const { name, plan = 'free', region = config.region } = request.body;
+          const org = await createOrganization(db, { name, plan, region });
+          return reply.status(201).send({ data: orgPresent(org) });
+        },
+      );
+
+      app.get<{ Querystring: { limit: number; before?: string } }>(
+        '/organizations',
+        { schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+        async (request) => {
+          const { limit, before } = request.query;
+          const rows = await listOrganizations(db, limit + 1, before);
+          return { data: toPage(rows, limit, orgPresent) };
+        },
+      );
+
+      app.get<{ Params: { id: string } }>('/organizations/:id', { schema: { params: idParams } }, async (request) => {
+        const org = await getOrganization(db, pathId(request.params.id, 'Organization'));
+        if (!org) throw notFound(`Organization ${request.params.id} not found.`);
+        return { data: { ...orgPresent(org), limits: config.plans[org.plan] } };
+      });
+
+      app.patch<{ Params: { id: string }; Body: { plan?: PlanName; name?: string } }>(
+        '/organizations/:id',
+        {
+          schema: {
+            params: idParams,
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              minProperties: 1,
+              properties: { plan: { type: 'string', enum: PLAN_NAMES }, name: { type: 'string', minLength: 1, maxLength: 100 } },
+            },
+          },
+        },
+        async (request) => {
+          const org = await db.transaction((tx) => updateOrganization(tx, pathId(request.params.id, 'Organization'), request.body));
+          if (!org) throw notFound(`Organization ${request.params.id} not found.`);
+          return { data: orgPresent(org) };
+        },
+      );
+
+      app.get<{ Params: { id: string }; Querystring: { limit: number; before?: string } }>(
+        '/organizations/:id/audit-log',
+        { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+        async (request) => {
+          const orgId = pathId(request.params.id, 'Organization');
+          if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+          const { limit, before } = request.query;
+          return { data: toPage(await listAudit(db, orgId, limit + 1, before), limit) };
+        },
+      );
+
+      app.post<{ Params: { id: string }; Body: { email: string; role: Role; password?: string } }>(
+        '/organizations/:id/members',
+        {
+          schema: {
+            params: idParams,
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['email', 'role'],
+              properties: {
+                email: { type: 'string', maxLength: 320 },
+                role: { type: 'string', enum: ROLES },
+                password: { type: 'string', minLength: 12, maxLength: 1024 },
+              },
+            },
+          },
+        },
+        async (request, reply) => {
+          const orgId = pathId(request.params.id, 'Organization');
+          if (!isEmail(request.body.email)) throw badRequest('Field "email" must be an email address.');
+          if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+          const result = await db.transaction((tx) => createMember(tx, { organizationId: orgId, ...request.body }, OPERATOR));
+          if (!result.ok) throw conflict(`A member with email ${request.body.email} already exists in this organization.`);
+          return reply.status(201).send({ data: memberPresent(result.member) });
+        },
+      );
+
+      app.get<{ Params: { id: string } }>('/organizations/:id/members', { schema: { params: idParams } }, async (request) => {
+        const orgId = pathId(request.params.id, 'Organization');
+        if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+        return { data: { data: (await listMembers(db, orgId)).map(memberPresent) } };
+      });
+
+      app.patch<{ Params: { id: string }; Body: { role?: Role; active?: boolean } }>(
+        '/members/:id',
+        {
+          schema: {
+            params: idParams,
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              minProperties: 1,
+              properties: { role: { type: 'string', enum: ROLES }, active: { type: 'boolean' } },
+            },
+          },
+        },
+        async (request) => {
+          const member = await db.transaction((tx) => updateMember(tx, pathId(request.params.id, 'Member'), request.body, OPERATOR));
+          if (!member) throw notFound(`Member ${request.params.id} not found.`);
+          return { data: memberPresent(member) };
+        },
+      );
+
+      app.post<{ Params: { id: string }; Body: KeyCreateBody }>(
+        '/members/:id/api-keys',
+        { schema: { params: idParams, body: keyCreateSchema } },
+        async (request, reply) => {
+          const memberId = pathId(request.params.id, 'Member');
+          const body = request.body;
+          const expiresAt = parseExpiry(body.expires_at);
+          if (expiresAt === 'invalid') throw badRequest('Field "expires_at" must be an ISO 8601 timestamp with a time zone.');
+          const result = await db.transaction((tx) =>
+            createApiKey(tx, { memberId, name: body.name, accessMode: body.access_mode ?? 'full', scopes: body.scopes ?? [], expiresAt }, OPERATOR),
+          );
+          if (!result.ok) {
+            if (result.reason === 'member_not_found') throw notFound(`Member ${memberId} not found.`);
+            throw badRequest(result.message);
+          }
+          return reply.status(201).send({ data: { ...presentApiKey(result.apiKey), key: result.key } });
+        },
+      );
+
+      app.get<{ Params: { id: string } }>('/members/:id/api-keys', { schema: { params: idParams } }, async (request) => {
+        const member = await getMember(db, pathId(request.params.id, 'Member'));
+        if (!member) throw notFound(`Member ${request.params.id} not found.`);
+        const keys = await listApiKeys(db, { organizationId: member.organization_id, memberId: member.id });
+        return { data: { data: keys.map(presentApiKey) } };
+      });
+
+      app.delete<{ Params: { id: string } }>('/api-keys/:id', { schema: { params: idParams } }, async (request, reply) => {
+        const key = await db.transaction((tx) => revokeApiKey(tx, pathId(request.params.id, 'API key'), OPERATOR));
+        if (!key) throw notFound(`API key ${request.params.id} not found.`);
+        return reply.status(204).send();
+      });
+
+      app.post<{ Params: { id: string } }>('/organizations/:id/agents', { schema: { params: idParams } }, async () => {
+        throw notImplemented('Agent enrollment is not available in this version of Weir yet.');
+      });
+    },
+    { prefix: '/admin/v1' },
+  );
+}
+

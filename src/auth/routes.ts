@@ -1,0 +1,118 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../http/app.ts';
+import { badRequest, forbidden, notFound } from '../http/errors.ts';
+import { idParams, pathId, uuidSchema } from '../http/schemas.ts';
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKeyAccess } from './api-keys.ts';
+import { keyAccessSchema, keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from './present.ts';
+import { PERMISSIONS, roleHas, type AccessMode, type Permission } from './permissions.ts';
+
+const VERSION = '0.1.0';
+
+/** GET /v1/me, GET /v1/health and key management for members (/v1/api-keys). */
+export function authRoutes(app: FastifyInstance, { db, config }: AppDeps): void {
+  app.get('/me', { config: { auth: { anyKey: true } } }, async (request) => {
+    const a = request.auth;
+    return {
+      data: {
+        organization: { id: a.organizationId, name: a.organizationName, plan: a.plan, region: a.region, limits: config.plans[a.plan] },
+        member: { id: a.memberId, email: a.memberEmail, role: a.role },
+        api_key: { id: a.keyId, name: a.keyName, access_mode: a.accessMode, scopes: a.scopes, expires_at: a.expiresAt },
+        permissions: (Object.keys(PERMISSIONS) as Permission[]).filter((p) => roleHas(a.role, p)),
+      },
+    };
+  });
+
+  app.get('/health', { config: { auth: { anyKey: true } } }, async (_request, reply) => {
+    const started = performance.now();
+    const ok = await db.query('select 1').then(
+      () => true,
+      () => false,
+    );
+    const body = {
+      data: {
+        status: ok ? 'ok' : 'degraded',
+        version: VERSION,
+        database: { kind: db.kind, reachable: ok, latency_ms: Math.round((performance.now() - started) * 100) / 100 },
+        notifications: db.listening() ? 'connected' : 'reconnecting',
+      },
+    };
+    return reply.status(ok ? 200 : 503).send(body);
+  });
+
+  // Key management. The specification leaves these to the dashboard; the
+  // dashboard is a client of this API, so they live here. Custom-scope keys
+  // cannot manage keys at all: a narrowed key must not be able to mint a wider one.
+  app.get('/api-keys', { config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } } }, async (request) => {
+    const a = request.auth;
+    const all = roleHas(a.role, 'api_keys.manage');
+    const keys = await listApiKeys(db, { organizationId: a.organizationId, memberId: all ? undefined : a.memberId });
+    return { data: { data: keys.map(presentApiKey) } };
+  });
+
+  app.post<{ Body: KeyCreateBody & { member_id?: string } }>(
+    '/api-keys',
+    {
+      config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } },
+      schema: { body: { ...keyCreateSchema, properties: { ...keyCreateSchema.properties, member_id: uuidSchema } } },
+    },
+    async (request, reply) => {
+      const a = request.auth;
+      const body = request.body;
+      const memberId = body.member_id?.toLowerCase() ?? a.memberId;
+      if (memberId !== a.memberId && !roleHas(a.role, 'api_keys.manage')) {
+        throw forbidden(`Creating keys for other members needs the permission api_keys.manage (role ${a.role} lacks it).`);
+      }
+      const expiresAt = parseExpiry(body.expires_at);
+      if (expiresAt === 'invalid') throw badRequest('Field "expires_at" must be an ISO 8601 timestamp with a time zone.');
+      const result = await db.transaction((tx) =>
+        createApiKey(
+          tx,
+          { memberId, name: body.name, accessMode: body.access_mode ?? 'full', scopes: body.scopes ?? [], expiresAt },
+          { type: 'member', memberId: a.memberId },
+          a.organizationId,
+        ),
+      );
+      if (!result.ok) {
+        if (result.reason === 'member_not_found') throw notFound(`Member ${memberId} not found.`);
+        throw badRequest(result.message);
+      }
+      return reply.status(201).send({ data: { ...presentApiKey(result.apiKey), key: result.key } });
+    },
+  );
+
+  app.patch<{ Params: { id: string }; Body: { access_mode: AccessMode; scopes?: string[] } }>(
+    '/api-keys/:id',
+    {
+      config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage' } },
+      schema: { params: idParams, body: { type: 'object', additionalProperties: false, required: ['access_mode'], properties: keyAccessSchema } },
+    },
+    async (request) => {
+      const id = pathId(request.params.id, 'API key');
+      const a = request.auth;
+      const result = await db.transaction((tx) =>
+        updateApiKeyAccess(tx, id, { accessMode: request.body.access_mode, scopes: request.body.scopes ?? [] }, { type: 'member', memberId: a.memberId }, a.organizationId),
+      );
+      if (!result.ok) {
+        if (result.reason === 'not_found') throw notFound(`API key ${id} not found or revoked.`);
+        throw badRequest(result.message);
+      }
+      return { data: presentApiKey(result.apiKey) };
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/api-keys/:id',
+    { config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } }, schema: { params: idParams } },
+    async (request, reply) => {
+      const id = pathId(request.params.id, 'API key');
+      const a = request.auth;
+      const key = await getApiKey(db, id, a.organizationId);
+      if (!key) throw notFound(`API key ${id} not found.`);
+      if (key.member_id !== a.memberId && !roleHas(a.role, 'api_keys.manage')) {
+        throw forbidden(`Revoking other members' keys needs the permission api_keys.manage (role ${a.role} lacks it).`);
+      }
+      await db.transaction((tx) => revokeApiKey(tx, id, { type: 'member', memberId: a.memberId }, a.organizationId));
+      return reply.status(204).send();
+    },
+  );
+}

@@ -1,0 +1,89 @@
+import { runAdmin } from './cli/admin.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { migrate } from './db/migrate.ts';
+import { openDb } from './db/open.ts';
+import { startWeir } from './server.ts';
+
+const USAGE = `usage: weir <command>
+  serve     start a Weir node (API, dashboard and ingest listeners)
+  migrate   apply database migrations and exit
+  admin     call the operator API (weir admin --help)`;
+
+function configOrExit() {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`weir: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+async function serve(): Promise<void> {
+  const config = configOrExit();
+  const weir = await startWeir(config);
+  const lines = [
+    `Weir is running (database: ${weir.db.kind === 'postgres' ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}).`,
+    `  API:        ${weir.urls.publicUrl}/v1   (port ${weir.apiPort})`,
+    `  Dashboard:  ${weir.urls.publicUrl}/`,
+    `  Ingest:     ${weir.urls.ingestUrl}/h/{slug}   (port ${weir.ingestPort})`,
+  ];
+  if (weir.bootstrap) {
+    lines.push(
+      '',
+      `First start: created organization "${weir.bootstrap.organization.name}" (plan ${weir.bootstrap.organization.plan}) and super_admin ${weir.bootstrap.email}.`,
+      `  API key, shown only this once, store it now:`,
+      `  ${weir.bootstrap.key}`,
+      `  Try: curl -H "Authorization: Bearer ${weir.bootstrap.key}" ${weir.urls.publicUrl}/v1/me`,
+    );
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+  const shutdown = (signal: string) => {
+    weir.logger.info({ signal }, 'shutting down: draining in-flight requests');
+    const force = setTimeout(() => process.exit(1), 15_000);
+    force.unref();
+    weir.close().then(
+      () => process.exit(0),
+      (err) => {
+        weir.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function migrateOnly(): Promise<void> {
+  const config = configOrExit();
+  const db = await openDb(config, (msg) => process.stderr.write(msg + '\n'));
+  try {
+    const applied = await migrate(db);
+    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+  } finally {
+    await db.close();
+  }
+}
+
+const [command, ...rest] = process.argv.slice(2);
+try {
+  switch (command) {
+    case 'serve':
+      await serve();
+      break;
+    case 'migrate':
+      await migrateOnly();
+      break;
+    case 'admin':
+      process.exitCode = await runAdmin(rest, process.env);
+      break;
+    default:
+      process.stderr.write(USAGE + '\n');
+      process.exitCode = command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+  }
+} catch (err) {
+  process.stderr.write(`weir: ${(err as Error).message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,127 @@
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+import { DEFAULT_PLANS, loadPlansFile, type PlanTable } from './orgs/plans.ts';
+
+/** Every setting Weir reads, typed and validated in one place (see README "Configuration"). */
+export interface Config {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  host: string;
+  apiPort: number;
+  ingestPort: number;
+  /** Explicit WEIR_PUBLIC_URL; when undefined it is derived from host and the bound API port. */
+  publicUrl: string | undefined;
+  ingestUrl: string | undefined;
+  region: string;
+  adminToken: string | undefined;
+  allowPrivateDestinations: boolean;
+  asnDb: string | undefined;
+  plans: PlanTable;
+  maxBodyBytes: number;
+  trustedProxies: string[];
+  logLevel: string;
+  dbPoolSize: number;
+  captureBatchMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, problem: string) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function port(env: Env, name: string, dflt: number): number {
+  const v = str(env, name);
+  if (v === undefined) return dflt;
+  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new ConfigError(name, `must be a port number 0-65535, got "${v}"`);
+  return Number(v);
+}
+
+function positiveInt(env: Env, name: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = str(env, name);
+  if (v === undefined) return dflt;
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw new ConfigError(name, `must be an integer 1-${max}, got "${v}"`);
+  return Number(v);
+}
+
+function url(env: Env, name: string): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL, got "${v}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(name, `must be an http(s) URL, got "${v}"`);
+  return v.replace(/\/+$/, '');
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// connection string');
+  }
+  const region = str(env, 'WEIR_REGION') ?? 'us';
+  if (!/^[a-z0-9]{2,16}$/.test(region)) throw new ConfigError('WEIR_REGION', `must be 2-16 lowercase letters or digits, got "${region}"`);
+  const host = str(env, 'WEIR_HOST') ?? '127.0.0.1';
+  const allow = str(env, 'WEIR_ALLOW_PRIVATE_DESTINATIONS');
+  if (allow !== undefined && allow !== '0' && allow !== '1') throw new ConfigError('WEIR_ALLOW_PRIVATE_DESTINATIONS', `must be 1 or 0, got "${allow}"`);
+  const plansPath = str(env, 'WEIR_PLANS');
+  let plans = DEFAULT_PLANS;
+  if (plansPath !== undefined) {
+    try {
+      plans = loadPlansFile(plansPath);
+    } catch (err) {
+      throw new ConfigError('WEIR_PLANS', (err as Error).message);
+    }
+  }
+  const adminToken = str(env, 'WEIR_ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) throw new ConfigError('WEIR_ADMIN_TOKEN', 'must be at least 16 characters');
+  const trustedProxies = (str(env, 'WEIR_TRUSTED_PROXIES') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const p of trustedProxies) {
+    const [addr, bits] = p.split('/');
+    const family = isIP(addr ?? '');
+    if (family === 0 || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)))) {
+      throw new ConfigError('WEIR_TRUSTED_PROXIES', `must be a comma-separated list of IP addresses or CIDR ranges, got "${p}"`);
+    }
+  }
+  const logLevel = str(env, 'WEIR_LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('WEIR_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  return {
+    databaseUrl,
+    dataDir: resolve(str(env, 'WEIR_DATA_DIR') ?? './data'),
+    host,
+    apiPort: port(env, 'WEIR_API_PORT', 8080),
+    ingestPort: port(env, 'WEIR_INGEST_PORT', 8081),
+    publicUrl: url(env, 'WEIR_PUBLIC_URL'),
+    ingestUrl: url(env, 'WEIR_INGEST_URL'),
+    region,
+    adminToken,
+    allowPrivateDestinations: allow === '1',
+    asnDb: str(env, 'WEIR_ASN_DB'),
+    plans,
+    maxBodyBytes: positiveInt(env, 'WEIR_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024 * 1024 * 1024),
+    trustedProxies,
+    logLevel,
+    dbPoolSize: positiveInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
+    captureBatchMs: positiveInt(env, 'WEIR_CAPTURE_BATCH_MS', 2, 1000),
+  };
+}
+
+/** Host as it goes into a URL: IPv6 literals need brackets; 0.0.0.0 and :: are not reachable addresses. */
+export function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return isIP(host) === 6 ? `[${host}]` : host;
+}

@@ -1,0 +1,151 @@
+import pg from 'pg';
+import type { Db, Queryable, QueryResult } from './db.ts';
+
+type Conn = pg.Pool | pg.PoolClient;
+
+function wrap(conn: Conn): Queryable {
+  return {
+    async query<R>(text: string, params?: unknown[]): Promise<QueryResult<R>> {
+      const res = await conn.query(text, params as unknown[]);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? res.rows.length };
+    },
+    async exec(sql: string): Promise<void> {
+      await conn.query(sql);
+    },
+  };
+}
+
+interface Subscription {
+  channel: string;
+  onNotify: (payload: string) => void;
+  onReconnect?: () => void;
+}
+
+/**
+ * One dedicated connection carries every LISTEN of this process. When it
+ * drops it is re-opened with backoff; subscribers are told through
+ * onReconnect because anything notified in between is lost.
+ */
+class Listener {
+  private client: pg.Client | undefined;
+  private readonly subs = new Set<Subscription>();
+  private connected = false;
+  private closed = false;
+  private connecting: Promise<void> | undefined;
+  private retryMs = 100;
+
+  constructor(private readonly connectionString: string, private readonly log: (msg: string, err?: unknown) => void) {}
+
+  isConnected(): boolean {
+    return this.connected || this.subs.size === 0;
+  }
+
+  async add(sub: Subscription): Promise<() => Promise<void>> {
+    this.subs.add(sub);
+    await this.ensure();
+    await this.client?.query(`LISTEN ${quoteIdent(sub.channel)}`);
+    return async () => {
+      this.subs.delete(sub);
+      const stillUsed = [...this.subs].some((s) => s.channel === sub.channel);
+      if (!stillUsed && this.connected) await this.client?.query(`UNLISTEN ${quoteIdent(sub.channel)}`).catch(() => {});
+    };
+  }
+
+  private ensure(): Promise<void> {
+    if (this.connected || this.closed) return Promise.resolve();
+    this.connecting ??= this.connect().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString });
+    client.on('notification', (msg) => {
+      for (const s of this.subs) if (s.channel === msg.channel) s.onNotify(msg.payload ?? '');
+    });
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    await client.connect();
+    for (const ch of new Set([...this.subs].map((s) => s.channel))) await client.query(`LISTEN ${quoteIdent(ch)}`);
+    this.client = client;
+    this.connected = true;
+    this.retryMs = 100;
+  }
+
+  private lost(client: pg.Client, err?: unknown): void {
+    if (this.client !== client || this.closed) return;
+    this.connected = false;
+    this.client = undefined;
+    this.log('listen connection lost; reconnecting', err);
+    client.removeAllListeners('end');
+    client.end().catch(() => {});
+    const retry = () => {
+      if (this.closed) return;
+      this.ensure().then(
+        () => {
+          for (const s of this.subs) s.onReconnect?.();
+        },
+        (e) => {
+          this.log('listen reconnect failed', e);
+          this.retryMs = Math.min(this.retryMs * 2, 5000);
+          setTimeout(retry, this.retryMs).unref();
+        },
+      );
+    };
+    setTimeout(retry, this.retryMs).unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const c = this.client;
+    this.client = undefined;
+    this.connected = false;
+    if (c) {
+      c.removeAllListeners('end');
+      await c.end().catch(() => {});
+    }
+  }
+}
+
+function quoteIdent(name: string): string {
+  return '"' + name.replace(/"/g, '""') + '"';
+}
+
+export interface PostgresOptions {
+  poolSize?: number;
+  log?: (msg: string, err?: unknown) => void;
+}
+
+export async function openPostgres(connectionString: string, opts: PostgresOptions = {}): Promise<Db> {
+  const log = opts.log ?? (() => {});
+  const pool = new pg.Pool({ connectionString, max: opts.poolSize ?? 10 });
+  // An idle client's error (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', (err) => log('idle database connection error', err));
+  await pool.query('select 1');
+  const listener = new Listener(connectionString, log);
+  return {
+    kind: 'postgres',
+    ...wrap(pool),
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(wrap(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    listen: (channel, onNotify, onReconnect) => listener.add({ channel, onNotify, onReconnect }),
+    listening: () => listener.isConnected(),
+    async close() {
+      await listener.close();
+      await pool.end();
+    },
+  };
+}

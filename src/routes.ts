@@ -1,0 +1,9 @@
+import { adminRoutes } from './admin/routes.ts';
+import { authRoutes } from './auth/routes.ts';
+import type { RouteModule } from './http/app.ts';
+
+/** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
+export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
+  v1: [authRoutes],
+  root: [adminRoutes],
+};

@@ -1,0 +1,67 @@
+import pino, { type Logger } from 'pino';
+import { Authenticator } from './auth/authenticate.ts';
+import { urlHost, type Config } from './config.ts';
+import type { Db } from './db/db.ts';
+import { migrate } from './db/migrate.ts';
+import { openDb } from './db/open.ts';
+import { buildApp, type AppDeps } from './http/app.ts';
+import { startIngest } from './ingest/server.ts';
+import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
+import { routeModules } from './routes.ts';
+
+export interface RunningWeir {
+  db: Db;
+  apiPort: number;
+  ingestPort: number;
+  urls: { publicUrl: string; ingestUrl: string };
+  bootstrap: BootstrapResult | undefined;
+  logger: Logger;
+  /** Stops taking new work, drains in-flight requests, then closes the database. */
+  close(): Promise<void>;
+}
+
+export function createLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, base: { pid: process.pid } });
+}
+
+/** Starts one Weir node: database, migrations, first-run bootstrap, API and ingest listeners. */
+export async function startWeir(config: Config, logger = createLogger(config)): Promise<RunningWeir> {
+  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg));
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
+    const bootstrap = await bootstrapIfEmpty(db, config.region);
+    const authenticator = new Authenticator(db);
+    await authenticator.start();
+
+    const urls = { publicUrl: config.publicUrl ?? '', ingestUrl: config.ingestUrl ?? '' };
+    const deps: AppDeps = { db, config, authenticator, logger, urls };
+    const app = await buildApp(deps, routeModules);
+    await app.listen({ host: config.host, port: config.apiPort });
+    const apiPort = (app.server.address() as { port: number }).port;
+    const ingest = await startIngest({ db, config, logger }, config.ingestPort);
+    urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
+    urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
+
+    let closing: Promise<void> | undefined;
+    return {
+      db,
+      apiPort,
+      ingestPort: ingest.port,
+      urls,
+      bootstrap,
+      logger,
+      close() {
+        closing ??= (async () => {
+          await Promise.all([app.close(), ingest.close()]);
+          await authenticator.stop();
+          await db.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+}
