@@ -1,9 +1,10 @@
 import { adminRoutes } from './admin/routes.ts';
 import { authRoutes } from './auth/routes.ts';
+import { destinationRoutes } from './destinations/routes.ts';
 import type { RouteModule } from './http/app.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
-  v1: [authRoutes],
+  v1: [authRoutes, destinationRoutes],
   root: [adminRoutes],
 };
