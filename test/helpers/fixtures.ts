@@ -3,7 +3,8 @@
  * record of another module without going through that module's API.
  */
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../../src/db/db.ts';
+import type { Db, Queryable } from '../../src/db/db.ts';
+import { enqueueDeliveries } from '../../src/delivery/enqueue.ts';
 import { newId } from '../../src/db/ids.ts';
 
 export interface EndpointFixture {
@@ -27,4 +28,110 @@ export async function insertEndpoint(
     [id, organizationId, opts.createdBy ?? null, slug, name, opts.forwardUrl ?? null],
   );
   return { id, organization_id: organizationId, name, slug };
+}
+
+export interface ForwardDestinationFixture {
+  id: string;
+  endpoint_id: string;
+}
+
+/** A forward destination row on an endpoint (https unless agentId is given); every setting optional. */
+export async function insertForwardDestination(
+  db: Queryable,
+  endpoint: { id: string; organization_id: string },
+  opts: {
+    url?: string;
+    name?: string;
+    enabled?: boolean;
+    methodOverride?: string | null;
+    sortOrder?: number;
+    retryEnabled?: boolean;
+    retrySchedule?: number[];
+    intelligentRetry?: boolean;
+    rateLimitPerMinute?: number | null;
+    agentId?: string;
+    targetPort?: number;
+    targetPath?: string;
+  } = {},
+): Promise<ForwardDestinationFixture> {
+  const id = newId();
+  const agent = opts.agentId !== undefined;
+  await db.query(
+    `insert into forward_destinations (id, organization_id, endpoint_id, name, destination_type, url, agent_id, target_port, target_path,
+                                       enabled, method_override, sort_order, retry_enabled, retry_schedule, intelligent_retry,
+                                       rate_limit_enabled, rate_limit_per_minute)
+     values ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7::uuid, $8, $9, $10, $11, $12, $13,
+             coalesce($14::int[], '{5,300,1800,7200,18000,36000,36000}'), $15, $16, $17)`,
+    [
+      id,
+      endpoint.organization_id,
+      endpoint.id,
+      opts.name ?? `dest-${id.slice(-6)}`,
+      agent ? 'agent' : 'https',
+      agent ? null : (opts.url ?? 'https://example.com/hook'),
+      opts.agentId ?? null,
+      agent ? (opts.targetPort ?? 3000) : null,
+      agent ? (opts.targetPath ?? '/hook') : null,
+      opts.enabled ?? true,
+      opts.methodOverride ?? null,
+      opts.sortOrder ?? 0,
+      opts.retryEnabled ?? true,
+      opts.retrySchedule ?? null,
+      opts.intelligentRetry ?? true,
+      opts.rateLimitPerMinute != null,
+      opts.rateLimitPerMinute ?? null,
+    ],
+  );
+  return { id, endpoint_id: endpoint.id };
+}
+
+export interface CaptureFixture {
+  id: string;
+  receivedAt: Date;
+}
+
+/**
+ * A captured request inserted the way the ingest batcher does it: the
+ * capture rows and their deliveries (enqueueDeliveries) in one transaction.
+ * Ids are UUIDv7 whose millisecond is received_at, as in src/requests.
+ */
+export async function insertCaptures(
+  db: Db,
+  endpoint: { id: string; organization_id: string },
+  captures: Array<{ method?: string; path?: string; query?: string; headers?: Array<[string, string]>; body?: Buffer | string }>,
+): Promise<CaptureFixture[]> {
+  const rows = captures.map((c) => {
+    const now = Date.now();
+    const id = newId(now);
+    const receivedAt = new Date(parseInt(id.slice(0, 8) + id.slice(9, 13), 16));
+    const body = typeof c.body === 'string' ? Buffer.from(c.body) : (c.body ?? Buffer.alloc(0));
+    return { id, receivedAt, body, c };
+  });
+  await db.transaction(async (tx) => {
+    for (const r of rows) {
+      const headers = r.c.headers ?? [['content-type', 'application/json']];
+      await tx.query(
+        `insert into captured_requests (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type, source_ip)
+         values ($1::uuid, $2::uuid, $3::uuid, $4::timestamptz, $5, $6, $7, $8::jsonb, $9::bytea, $10, $11, '127.0.0.1')`,
+        [
+          r.id,
+          endpoint.organization_id,
+          endpoint.id,
+          r.receivedAt.toISOString(),
+          r.c.method ?? 'POST',
+          r.c.path ?? '',
+          r.c.query ?? '',
+          JSON.stringify(headers),
+          r.body,
+          r.body.length,
+          headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1] ?? null,
+        ],
+      );
+    }
+    await enqueueDeliveries(
+      tx,
+      rows.map((r) => ({ id: r.id, organizationId: endpoint.organization_id, endpointId: endpoint.id, receivedAt: r.receivedAt })),
+    );
+  });
+  return rows.map((r) => ({ id: r.id, receivedAt: r.receivedAt }));
 }

@@ -55,6 +55,8 @@ create table delivery_attempts (
   delivery_id uuid not null references deliveries(id) on delete cascade,
   organization_id uuid not null,
   attempt_number integer not null,
+  -- the node that made the attempt (deliveries.leased_by at the time)
+  node text,
   started_at timestamptz not null,
   duration_ms integer not null,
   url text,

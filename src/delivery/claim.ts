@@ -1,0 +1,204 @@
+import { asBuffer, type Queryable } from '../db/db.ts';
+import { DEFAULT_RETRY } from './retry-policy.ts';
+import type { ClaimedDelivery, DestinationType } from './transport.ts';
+
+/**
+ * A paced delivery whose slot is at most this far ahead is claimed now and
+ * the worker waits for the slot in memory; a later slot is written back as
+ * next_attempt_at and claimed when it comes due. Short enough that a crash
+ * loses little, long enough that a fast rate (1000/s) is served in batches.
+ */
+export const PACING_HORIZON_MS = 1000;
+
+export interface ClaimOptions {
+  destinationType: DestinationType;
+  /** Only deliveries to these agents (the agents connected to this node); null for every one. */
+  agentIds?: readonly string[] | null;
+  limit: number;
+  leaseMs: number;
+  /** Who holds the lease, for operators reading the table. */
+  node: string;
+}
+
+interface ClaimRow {
+  id: string;
+  lease_id: string | null;
+  status: string;
+  organization_id: string;
+  request_id: string;
+  endpoint_id: string;
+  forward_destination_id: string | null;
+  destination_type: DestinationType;
+  url: string | null;
+  agent_id: string | null;
+  attempt_count: number;
+  paced_slot: Date | null;
+  capture_id: string | null;
+  method: string | null;
+  path: string | null;
+  query: string | null;
+  headers: Array<[string, string]> | null;
+  body: Buffer | Uint8Array | null;
+  enabled: boolean | null;
+  method_override: string | null;
+  retry_enabled: boolean | null;
+  retry_schedule: number[] | null;
+  intelligent_retry: boolean | null;
+  db_now: Date;
+}
+
+/**
+ * Claims up to `limit` due deliveries in ONE statement, so a claim is atomic
+ * and several workers on several nodes never take the same row:
+ * - `next` locks the oldest due rows, skipping rows another claim holds
+ *   (SKIP LOCKED: claimers never wait on each other);
+ * - `need`/`taken`/`slots` give each delivery of a rate-limited destination
+ *   the next dispatch slots of that destination, advancing its
+ *   destination_pacing row (the upsert's row lock serialises nodes, so slots
+ *   are globally unique and evenly spaced);
+ * - `claimed` leases what can go now (unpaced, or a slot within the
+ *   horizon) and writes the rest back as pending until their slot, which
+ *   also moves them out of the way of other destinations' deliveries;
+ * - the final select joins the capture (exact bytes) and the destination's
+ *   current settings for the leased rows.
+ * Returns the leased deliveries; rescheduled ones are only counted.
+ */
+export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
+  const { rows } = await db.query<ClaimRow>(
+    `with next as materialized (
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at,
+              case when fd.rate_limit_enabled then fd.rate_limit_per_minute end as rate
+         from deliveries d
+         left join forward_destinations fd on fd.id = d.forward_destination_id
+        where d.status = 'pending' and d.next_attempt_at <= now()
+          and d.destination_type = $1 and ($2::uuid[] is null or d.agent_id = any($2::uuid[]))
+        order by d.next_attempt_at
+        limit $3
+          for update of d skip locked
+     ),
+     need as (
+       select id, forward_destination_id as dest, rate,
+              row_number() over (partition by forward_destination_id order by next_attempt_at, id) as k,
+              count(*) over (partition by forward_destination_id) as n
+         from next
+        where rate is not null and paced_slot is null
+     ),
+     taken as (
+       insert into destination_pacing as p (destination_id, next_slot_at)
+       select dest, now() + max(n) * (interval '60 seconds' / max(rate)) from need group by dest
+       on conflict (destination_id) do update
+         set next_slot_at = greatest(p.next_slot_at, now()) + (excluded.next_slot_at - now())
+       returning destination_id, next_slot_at
+     ),
+     slots as (
+       select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
+         from need join taken on taken.destination_id = need.dest
+     ),
+     plan as (
+       select next.id, coalesce(s.slot, next.paced_slot) as slot,
+              coalesce(s.slot, next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id
+     ),
+     claimed as (
+       update deliveries d
+          set status = case when plan.go then 'in_flight' else 'pending' end,
+              paced_slot = plan.slot,
+              next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
+              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $5 * interval '1 millisecond' end,
+              leased_by = case when plan.go then $6 end,
+              lease_id = case when plan.go then gen_random_uuid() end,
+              updated_at = now()
+         from plan
+        where d.id = plan.id
+        returning d.*
+     )
+     select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot,
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body,
+            fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+            now() as db_now
+       from claimed c
+       -- a range, not equality: received_at may carry microseconds the
+       -- millisecond copy in the delivery row lost; the id pins the row
+       left join captured_requests cr
+              on c.status = 'in_flight' and cr.id = c.request_id
+             and cr.received_at between c.request_received_at - interval '1 millisecond'
+                                    and c.request_received_at + interval '1 millisecond'
+       left join forward_destinations fd on fd.id = c.forward_destination_id`,
+    [o.destinationType, o.agentIds ?? null, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node],
+  );
+  if (rows.length === 0) return { claimed: [], rescheduled: 0 };
+  // the database's clock hands out slots; convert them to this process's clock
+  const skew = new Date(rows[0].db_now).getTime() - Date.now();
+  const claimed: ClaimedDelivery[] = [];
+  for (const r of rows) {
+    if (r.status !== 'in_flight') continue;
+    claimed.push({
+      id: r.id,
+      leaseId: r.lease_id!,
+      organizationId: r.organization_id,
+      requestId: r.request_id,
+      endpointId: r.endpoint_id,
+      forwardDestinationId: r.forward_destination_id,
+      destinationType: r.destination_type,
+      url: r.url,
+      agentId: r.agent_id,
+      attemptNumber: r.attempt_count + 1,
+      sendAt: r.paced_slot ? new Date(r.paced_slot).getTime() - skew : 0,
+      capture: r.capture_id
+        ? { id: r.capture_id, method: r.method!, path: r.path ?? '', query: r.query ?? '', headers: r.headers ?? [], body: r.body ? asBuffer(r.body) : Buffer.alloc(0) }
+        : null,
+      // the forward_url has no row: it is always enabled, with the default retry settings
+      enabled: r.forward_destination_id === null ? true : r.enabled === true,
+      methodOverride: r.method_override,
+      retry:
+        r.forward_destination_id === null || r.retry_enabled === null
+          ? DEFAULT_RETRY
+          : { retryEnabled: r.retry_enabled, schedule: r.retry_schedule ?? [], intelligent: r.intelligent_retry ?? true },
+    });
+  }
+  return { claimed, rescheduled: rows.length - claimed.length };
+}
+
+/**
+ * Puts deliveries whose lease ran out (their worker died or hung) back in
+ * the queue, due now. The interrupted attempt's outcome is unknown, so it
+ * may have reached the destination: this is where at-least-once can become
+ * twice, and why every forward carries a stable webhook-id. A paced
+ * delivery gives up its slot and takes a new one, keeping the spacing.
+ */
+export async function requeueExpiredLeases(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(
+    `update deliveries
+        set status = 'pending', next_attempt_at = now(), paced_slot = null,
+            lease_until = null, leased_by = null, lease_id = null,
+            last_error = 'lease expired: the worker stopped before recording an outcome', updated_at = now()
+      where id in (select id from deliveries where status = 'in_flight' and lease_until < now()
+                    for update skip locked)`,
+  );
+  return rowCount;
+}
+
+/** Gives back leases this worker will not finish (shutdown): due again now, for any node. */
+export async function releaseLeases(db: Queryable, leaseIds: readonly string[]): Promise<number> {
+  if (leaseIds.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `update deliveries
+        set status = 'pending', next_attempt_at = now(), paced_slot = null,
+            lease_until = null, leased_by = null, lease_id = null, updated_at = now()
+      where lease_id = any($1::uuid[]) and status = 'in_flight'`,
+    [leaseIds],
+  );
+  return rowCount;
+}
+
+/** When the earliest waiting delivery of this type comes due (a retry or a paced slot), in this process's clock. */
+export async function nextDueAt(db: Queryable, destinationType: DestinationType): Promise<number | null> {
+  const { rows } = await db.query<{ at: Date | null; db_now: Date }>(
+    `select (select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1) as at, now() as db_now`,
+    [destinationType],
+  );
+  const r = rows[0];
+  if (!r?.at) return null;
+  return new Date(r.at).getTime() - (new Date(r.db_now).getTime() - Date.now());
+}

@@ -1,0 +1,209 @@
+import type { LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
+import { Agent, buildConnector } from 'undici';
+import { buildForwardRequest } from './forward-request.ts';
+import { isSuccess, parseRetryAfter, type ErrorClass } from './retry-policy.ts';
+import { addressAllowed, resolveChecked, SsrfRefusedError, systemResolver, type Resolver } from './ssrf.ts';
+import type { AttemptResult, ClaimedDelivery, Transport } from './transport.ts';
+
+/** How much of a destination's answer is read and stored; the rest is not read at all. */
+export const RESPONSE_BODY_CAP = 64 * 1024;
+
+export interface HttpTransportOptions {
+  allowPrivate: boolean;
+  connectTimeoutMs: number;
+  /** The whole attempt: connect, send, status line, headers and the capped body. */
+  timeoutMs: number;
+  /**
+   * Extra CA certificates to trust besides the system roots (tests pass their
+   * test CA here; a spawned Weir trusts it through NODE_EXTRA_CA_CERTS).
+   */
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** DNS resolution; the system resolver unless a test injects one. */
+  resolver?: Resolver;
+  responseBodyCap?: number;
+}
+
+/**
+ * The HTTPS transport: one undici Agent (connection pooling, keep-alive)
+ * whose connector refuses guarded addresses. Host names are resolved by our
+ * own lookup, which checks every answer and hands the socket only checked
+ * addresses, so the address connected to is the address that was checked;
+ * TLS still verifies the certificate against the host name (SNI). Redirects
+ * are never followed: undici's request() does not follow them.
+ */
+export class HttpTransport implements Transport {
+  readonly destinationType = 'https' as const;
+  private readonly agent: Agent;
+  private readonly cap: number;
+
+  constructor(private readonly opts: HttpTransportOptions) {
+    this.cap = opts.responseBodyCap ?? RESPONSE_BODY_CAP;
+    const resolver = opts.resolver ?? systemResolver;
+    const lookup = ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
+      resolveChecked(hostname, opts.allowPrivate, resolver).then(
+        (answers) => {
+          const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
+          const usable = family ? answers.filter((a) => a.family === family) : answers;
+          if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: 'ENOTFOUND' }));
+          if (options.all) callback(null, usable);
+          else callback(null, usable[0].address, usable[0].family);
+        },
+        (err) => callback(err),
+      );
+    }) as unknown as LookupFunction;
+    const ca = opts.ca === undefined ? undefined : [...rootCertificates, ...(Array.isArray(opts.ca) ? opts.ca : [opts.ca])];
+    const connect = buildConnector({ timeout: opts.connectTimeoutMs, lookup, ...(ca ? { ca } : {}) });
+    this.agent = new Agent({
+      connect(options, callback) {
+        // A literal IP never reaches lookup (net connects to it directly): check it here.
+        if (isIP(options.hostname)) {
+          const v = addressAllowed(options.hostname, opts.allowPrivate);
+          if (!v.allowed) return callback(new SsrfRefusedError(options.hostname, options.hostname, v.reason), null);
+        }
+        return connect(options, callback);
+      },
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+      keepAliveTimeout: 4_000,
+    });
+  }
+
+  async send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<AttemptResult> {
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const done = (r: Omit<AttemptResult, 'startedAt' | 'durationMs' | 'url'>, url: string | null): AttemptResult => ({
+      startedAt,
+      durationMs: Math.round(performance.now() - t0),
+      url,
+      ...r,
+    });
+    if (!delivery.capture || !delivery.url) return done({ errorClass: 'invalid_url', errorMessage: 'nothing to forward' }, delivery.url);
+    let target: URL;
+    let req: ReturnType<typeof buildForwardRequest>;
+    try {
+      req = buildForwardRequest(delivery.capture, delivery.url, delivery.methodOverride);
+      target = new URL(req.url);
+    } catch {
+      return done({ errorClass: 'invalid_url', errorMessage: `not a valid URL: ${delivery.url}` }, delivery.url);
+    }
+    if (target.protocol !== 'https:') return done({ errorClass: 'invalid_url', errorMessage: 'forwards go to https:// URLs only' }, req.url);
+
+    const timeout = AbortSignal.timeout(this.opts.timeoutMs);
+    try {
+      const res = await this.agent.request({
+        origin: target.origin,
+        path: target.pathname + target.search,
+        method: req.method,
+        headers: req.headers,
+        body: req.body.length > 0 ? req.body : null,
+        signal: AbortSignal.any([signal, timeout]),
+      });
+      const statusCode = res.statusCode;
+      const responseHeaders: Array<[string, string]> = [];
+      for (const [name, value] of Object.entries(res.headers)) {
+        for (const v of Array.isArray(value) ? value : [value ?? '']) responseHeaders.push([name, v]);
+      }
+      const { body, truncated, error } = await readCapped(res.body, this.cap);
+      const header = (name: string) => {
+        const v = res.headers[name];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      let errorClass: ErrorClass | undefined;
+      let errorMessage: string | undefined;
+      if (statusCode >= 300 && statusCode < 400) {
+        errorClass = 'redirect';
+        errorMessage = `HTTP ${statusCode}: redirect${header('location') ? ` to ${header('location')}` : ''} not followed`;
+      } else if (!isSuccess(statusCode)) {
+        errorClass = 'http_status';
+        errorMessage = `HTTP ${statusCode}`;
+      } else if (error) {
+        // the destination answered 2xx; a failure while reading the rest of its answer does not undo that
+        errorMessage = `answer body not fully read: ${describe(error)}`;
+      }
+      return done(
+        {
+          statusCode,
+          errorClass,
+          errorMessage,
+          retryAfterSeconds: parseRetryAfter(header('retry-after')),
+          responseHeaders,
+          responseBody: body,
+          responseTruncated: truncated,
+        },
+        req.url,
+      );
+    } catch (err) {
+      const errorClass = timeout.aborted ? 'timeout' : classifyError(err);
+      const message = timeout.aborted ? `no complete answer within ${this.opts.timeoutMs} ms` : describe(err);
+      return done({ errorClass, errorMessage: message }, req.url);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close().catch(() => {});
+  }
+}
+
+async function readCapped(stream: AsyncIterable<Buffer>, cap: number): Promise<{ body: Buffer; truncated: boolean; error?: unknown }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  try {
+    for await (const chunk of stream) {
+      const room = cap - size;
+      if (chunk.length > room) {
+        if (room > 0) chunks.push(chunk.subarray(0, room));
+        size = cap;
+        truncated = true;
+        // leaving the loop destroys the stream: the rest is never read
+        break;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    }
+  } catch (error) {
+    return { body: Buffer.concat(chunks), truncated: true, error };
+  }
+  return { body: Buffer.concat(chunks), truncated };
+}
+
+function codesOf(err: unknown): string[] {
+  const codes: string[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown) => {
+    if (!e || typeof e !== 'object' || seen.has(e)) return;
+    seen.add(e);
+    const x = e as { code?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof x.code === 'string') codes.push(x.code);
+    walk(x.cause);
+    if (Array.isArray(x.errors)) x.errors.forEach(walk);
+  };
+  walk(err);
+  return codes;
+}
+
+/** Maps a Node/undici error to the error class recorded with the attempt. */
+export function classifyError(err: unknown): ErrorClass {
+  const codes = codesOf(err);
+  const has = (...c: string[]) => codes.some((code) => c.includes(code));
+  if (has('ERR_WEIR_SSRF')) return 'ssrf_refused';
+  if (has('UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT')) return 'connect_timeout';
+  if (has('UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT')) return 'timeout';
+  if (has('ECONNREFUSED')) return 'connection_refused';
+  if (has('ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'ENODATA', 'EAI_NONAME')) return 'dns_error';
+  if (codes.some((c) => /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_|HOSTNAME|ALTNAME/.test(c))) return 'tls_error';
+  if (err instanceof Error && /certificate|SSL|TLS/i.test(err.message)) return 'tls_error';
+  return 'network_error';
+}
+
+function describe(err: unknown): string {
+  const e = err as { message?: unknown; code?: unknown; errors?: unknown };
+  let msg = typeof e?.message === 'string' ? e.message : '';
+  if (!msg && Array.isArray(e?.errors)) msg = e.errors.map((x) => describe(x)).join('; ');
+  if (!msg) msg = String(err);
+  const code = codesOf(err)[0];
+  if (code && !msg.includes(code)) msg = `${code}: ${msg}`;
+  return msg.slice(0, 1000);
+}

@@ -1,0 +1,54 @@
+import type { CapturedMessage } from './forward-request.ts';
+import type { AttemptOutcome, RetrySettings } from './retry-policy.ts';
+
+export type DestinationType = 'https' | 'agent';
+
+/** A delivery a worker holds the lease of, with everything needed to attempt it. */
+export interface ClaimedDelivery {
+  id: string;
+  /** Proves the lease when the outcome is recorded. */
+  leaseId: string;
+  organizationId: string;
+  requestId: string;
+  endpointId: string;
+  /** null: the endpoint's forward_url. */
+  forwardDestinationId: string | null;
+  destinationType: DestinationType;
+  url: string | null;
+  agentId: string | null;
+  /** 1 for the first try. */
+  attemptNumber: number;
+  /** Local epoch ms before which a paced delivery must not be sent (its slot); 0 when unpaced. */
+  sendAt: number;
+  /** null when the capture no longer exists (retention removed it). */
+  capture: CapturedMessage | null;
+  /** A destination disabled after the delivery was queued is skipped. */
+  enabled: boolean;
+  methodOverride: string | null;
+  retry: RetrySettings;
+}
+
+/** What one attempt produced, as recorded in delivery_attempts. */
+export interface AttemptResult extends AttemptOutcome {
+  startedAt: Date;
+  durationMs: number;
+  url: string | null;
+  responseHeaders?: Array<[string, string]>;
+  responseBody?: Buffer;
+  responseTruncated?: boolean;
+  errorMessage?: string;
+}
+
+/**
+ * How deliveries of one destination type reach their target. The worker
+ * claims, paces, records and retries; a transport only performs one
+ * attempt. The HTTPS transport is src/delivery/http-transport.ts; the agent
+ * gateway (a later issue) implements this for `agent` deliveries and runs a
+ * worker that claims only the agents connected to its node.
+ */
+export interface Transport {
+  readonly destinationType: DestinationType;
+  /** Performs one attempt; resolves with its result (failures included), never rejects. `signal` aborts it at shutdown. */
+  send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<AttemptResult>;
+  close(): Promise<void>;
+}

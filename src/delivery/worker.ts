@@ -1,0 +1,199 @@
+import type { Logger } from 'pino';
+import type { Db } from '../db/db.ts';
+import { claimDeliveries, nextDueAt, releaseLeases, requeueExpiredLeases } from './claim.ts';
+import { completeAttempt, finishUnattempted } from './complete.ts';
+import { DELIVERY_CHANNEL } from './enqueue.ts';
+import { decide } from './retry-policy.ts';
+import type { ClaimedDelivery, Transport } from './transport.ts';
+
+export interface WorkerOptions {
+  db: Db;
+  transport: Transport;
+  logger: Logger;
+  /** Identifies this node in deliveries.leased_by. */
+  node: string;
+  /** Forwards in flight at once on this node. */
+  concurrency: number;
+  /** Rows per claim statement (at most the free concurrency). */
+  batchSize?: number;
+  /** How long a claim holds a delivery; must outlast one attempt (the transport's total timeout). */
+  leaseMs: number;
+  /** Safety poll: re-scan and recover expired leases this often, whatever NOTIFY says. */
+  pollMs: number;
+  /** Wake on NOTIFY (default). Off only to measure polling alone (bench/forward). */
+  listen?: boolean;
+  /** Agent workers claim only their connected agents' deliveries. */
+  agentIds?: () => readonly string[];
+  /** Called after each recorded outcome (tests and benchmarks observe through it). */
+  onSettled?: (delivery: ClaimedDelivery, status: string) => void;
+}
+
+/**
+ * One node's delivery loop for one transport: claim due deliveries in
+ * batches up to the free concurrency, send each, record each outcome.
+ * It sleeps until one of: a NOTIFY (new deliveries committed), a slot
+ * freeing up while work was left behind, the earliest scheduled retry or
+ * paced slot coming due, or the safety poll. After the listen connection
+ * is re-established it re-scans, because notifications sent meanwhile are lost.
+ */
+export class DeliveryWorker {
+  private readonly inflight = new Map<string, { delivery: ClaimedDelivery; abort: AbortController; done: Promise<void> }>();
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeFlag = false;
+  private wakeResolve: (() => void) | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private lastRecovery = 0;
+  /** The last claim left due work behind for want of free slots. */
+  private backlog = false;
+
+  constructor(private readonly o: WorkerOptions) {}
+
+  get inFlight(): number {
+    return this.inflight.size;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    if (this.o.listen !== false) {
+      this.unlisten = await this.o.db.listen(DELIVERY_CHANNEL, () => this.wake(), () => this.wake());
+    }
+    this.loop = this.run();
+  }
+
+  /** Wakes the loop now (new work, a free slot, a re-established listen). */
+  wake(): void {
+    this.wakeFlag = true;
+    const r = this.wakeResolve;
+    this.wakeResolve = undefined;
+    r?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      this.wakeFlag = false;
+      let sleepUntil = Date.now() + this.o.pollMs;
+      try {
+        if (Date.now() - this.lastRecovery >= this.o.pollMs) {
+          this.lastRecovery = Date.now();
+          const n = await requeueExpiredLeases(this.o.db);
+          if (n > 0) this.o.logger.warn({ count: n }, 'requeued deliveries whose lease expired');
+        }
+        const free = this.o.concurrency - this.inflight.size;
+        const want = Math.min(free, this.o.batchSize ?? this.o.concurrency);
+        if (want > 0) {
+          const { claimed, rescheduled } = await claimDeliveries(this.o.db, {
+            destinationType: this.o.transport.destinationType,
+            agentIds: this.o.agentIds?.() ?? null,
+            limit: want,
+            leaseMs: this.o.leaseMs,
+            node: this.o.node,
+          });
+          for (const d of claimed) this.launch(d);
+          // a full batch means more may be due right now: claim again at once
+          if (claimed.length + rescheduled >= want) {
+            this.backlog = this.inflight.size >= this.o.concurrency;
+            if (!this.backlog) continue;
+          } else {
+            this.backlog = false;
+          }
+        } else {
+          this.backlog = true;
+        }
+        if (!this.backlog) {
+          const due = await nextDueAt(this.o.db, this.o.transport.destinationType);
+          if (due !== null) sleepUntil = Math.min(sleepUntil, Math.max(due, Date.now()));
+        }
+      } catch (err) {
+        if (!this.running) break;
+        this.o.logger.error({ err }, 'delivery claim failed; retrying');
+        sleepUntil = Date.now() + Math.min(1000, this.o.pollMs);
+      }
+      if (!this.running) break;
+      await this.sleep(sleepUntil);
+    }
+  }
+
+  private sleep(until: number): Promise<void> {
+    if (this.wakeFlag) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
+      this.wakeResolve = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private launch(d: ClaimedDelivery): void {
+    const abort = new AbortController();
+    const done = this.process(d, abort.signal)
+      .catch((err) => this.o.logger.error({ err, delivery: d.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
+      .finally(() => {
+        this.inflight.delete(d.id);
+        if (this.backlog) this.wake();
+      });
+    this.inflight.set(d.id, { delivery: d, abort, done });
+  }
+
+  private async process(d: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+    if (d.sendAt > Date.now()) await abortableDelay(d.sendAt - Date.now(), signal);
+    if (signal.aborted) return;
+    if (!d.capture) {
+      await finishUnattempted(this.o.db, d, 'the captured request no longer exists (retention removed it)');
+      this.o.onSettled?.(d, 'failed');
+      return;
+    }
+    if (!d.enabled) {
+      await finishUnattempted(this.o.db, d, 'the destination was disabled after this delivery was queued');
+      this.o.onSettled?.(d, 'failed');
+      return;
+    }
+    const result = await this.o.transport.send(d, signal);
+    // aborted by shutdown: the lease is released instead, and the outcome is unknown
+    if (signal.aborted) return;
+    const decision = decide(result, d.retry, d.attemptNumber);
+    const owned = await completeAttempt(this.o.db, d, result, decision, this.o.node);
+    if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
+    this.o.onSettled?.(d, decision.status);
+  }
+
+  /**
+   * Stops claiming, lets in-flight forwards finish for up to `graceMs`,
+   * then aborts the rest and gives their leases back so another node (or
+   * the next start) sends them at once instead of after the lease expires.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake();
+    await this.unlisten?.().catch(() => {});
+    await this.loop;
+    const all = () => Promise.all([...this.inflight.values()].map((f) => f.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    const left = [...this.inflight.values()];
+    if (left.length > 0) {
+      for (const f of left) f.abort.abort();
+      await all();
+      await releaseLeases(this.o.db, left.map((f) => f.delivery.leaseId)).catch((err) =>
+        this.o.logger.warn({ err }, 'could not release delivery leases; they expire on their own'),
+      );
+    }
+    await this.o.transport.close();
+  }
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

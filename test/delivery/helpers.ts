@@ -1,0 +1,106 @@
+import pino from 'pino';
+import type { Db } from '../../src/db/db.ts';
+import { HttpTransport, type HttpTransportOptions } from '../../src/delivery/http-transport.ts';
+import { DeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
+import { createOrganization } from '../../src/orgs/organizations.ts';
+import { insertEndpoint, type EndpointFixture } from '../helpers/fixtures.ts';
+import { testCa } from '../helpers/https.ts';
+
+export const silent = pino({ level: 'silent' });
+
+/** The HTTPS transport trusting the test CA, reaching loopback receivers unless told otherwise. */
+export function testTransport(opts: Partial<HttpTransportOptions> = {}): HttpTransport {
+  return new HttpTransport({ allowPrivate: true, connectTimeoutMs: 5_000, timeoutMs: 10_000, ca: testCa().ca, ...opts });
+}
+
+let workers = 0;
+
+/** A started worker on `db` with the test transport; stop it in the test (or afterEach). */
+export async function startTestWorker(
+  db: Db,
+  opts: { transport?: Partial<HttpTransportOptions> } & Partial<Omit<WorkerOptions, 'transport'>> = {},
+): Promise<DeliveryWorker> {
+  const { transport, ...rest } = opts;
+  const w = new DeliveryWorker({
+    db,
+    logger: silent,
+    node: `test-node-${++workers}`,
+    transport: testTransport(transport),
+    concurrency: 8,
+    leaseMs: 30_000,
+    pollMs: 1_000,
+    ...rest,
+  });
+  await w.start();
+  return w;
+}
+
+/** Polls `check` until it returns a value other than undefined/false; fails (not hangs) after `timeoutMs`. */
+export async function waitUntil<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface DeliveryRow {
+  id: string;
+  request_id: string;
+  forward_destination_id: string | null;
+  status: string;
+  attempt_count: number;
+  next_attempt_at: Date;
+  last_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  url: string | null;
+  replay_batch_id: string | null;
+}
+
+export async function deliveries(db: Db, where = 'true', params: unknown[] = []): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(`select * from deliveries where ${where} order by id`, params);
+  return rows;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempt_number: number;
+  node: string;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  error_class: string | null;
+  error_message: string | null;
+  response_body: Buffer | null;
+  response_body_truncated: boolean;
+  response_headers: Array<[string, string]> | null;
+}
+
+export async function attempts(db: Db, deliveryId?: string): Promise<AttemptRow[]> {
+  const { rows } = await db.query<AttemptRow>(
+    `select * from delivery_attempts where ($1::uuid is null or delivery_id = $1::uuid) order by started_at, attempt_number`,
+    [deliveryId ?? null],
+  );
+  return rows;
+}
+
+/** Waits until no delivery matching `where` is pending or in flight (or, with `settled`, in one of those statuses). */
+export function waitForStatus(db: Db, statuses: string[], count: number, what = `${count} deliveries ${statuses.join('/')}`, timeoutMs?: number) {
+  return waitUntil(
+    async () => {
+      const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from deliveries where status = any($1::text[])`, [statuses]);
+      return rows[0].n >= count ? rows[0].n : undefined;
+    },
+    what,
+    timeoutMs,
+  );
+}
+
+/** An organization and one endpoint of it. */
+export async function orgWithEndpoint(db: Db, forwardUrl: string | null = null): Promise<EndpointFixture> {
+  const org = await createOrganization(db, { name: 'Acme', plan: 'starter', region: 'us' });
+  return insertEndpoint(db, org.id, { forwardUrl });
+}
