@@ -1,0 +1,174 @@
+import { recordAudit, type Actor } from '../auth/audit.ts';
+import { notify, type Db, type Queryable } from '../db/db.ts';
+import { newId } from '../db/ids.ts';
+import { isPlanName, type PlanTable } from '../orgs/plans.ts';
+import { generateSlug } from './slug.ts';
+import { endpointInputProblem, type EndpointFields } from './validate.ts';
+
+/**
+ * NOTIFY channel carrying the slug of every endpoint created, edited or
+ * deleted, so each node's ingest cache drops that slug at once
+ * (src/ingest/endpoint-cache.ts).
+ */
+export const ENDPOINTS_CHANNEL = 'weir_endpoints';
+
+export interface Endpoint {
+  id: string;
+  organization_id: string;
+  created_by: string | null;
+  slug: string;
+  name: string;
+  description: string | null;
+  forward_url: string | null;
+  paused: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'id, organization_id, created_by, slug, name, description, forward_url, paused, created_at, updated_at';
+
+export type CreateEndpointResult =
+  | { ok: true; endpoint: Endpoint }
+  | { ok: false; reason: 'invalid'; message: string }
+  | { ok: false; reason: 'plan_limit'; plan: string; limit: number }
+  | { ok: false; reason: 'organization_not_found' };
+
+export type UpdateEndpointResult =
+  | { ok: true; endpoint: Endpoint }
+  | { ok: false; reason: 'invalid'; message: string }
+  | { ok: false; reason: 'not_found' };
+
+export type DeleteEndpointResult = { ok: true; endpoint: Endpoint } | { ok: false; reason: 'not_found' };
+
+/** An endpoint of an organization, or undefined (also for another organization's id). */
+export async function getEndpoint(db: Queryable, organizationId: string, id: string): Promise<Endpoint | undefined> {
+  const { rows } = await db.query<Endpoint>(`select ${COLUMNS} from endpoints where id = $1::uuid and organization_id = $2::uuid`, [id, organizationId]);
+  return rows[0];
+}
+
+/** Every endpoint of an organization, newest first (the specification's list is not paged; plans cap its length). */
+export async function listEndpoints(db: Queryable, organizationId: string): Promise<Endpoint[]> {
+  const { rows } = await db.query<Endpoint>(`select ${COLUMNS} from endpoints where organization_id = $1::uuid order by id desc`, [organizationId]);
+  return rows;
+}
+
+/** What the ingest listener needs to know about a slug. */
+export interface IngestTarget {
+  id: string;
+  organization_id: string;
+  paused: boolean;
+}
+
+export async function findIngestTarget(db: Queryable, slug: string): Promise<IngestTarget | undefined> {
+  const { rows } = await db.query<IngestTarget>('select id, organization_id, paused from endpoints where slug = $1', [slug]);
+  return rows[0];
+}
+
+/**
+ * Creates an endpoint within the plan's limit. The organization row is locked
+ * (FOR UPDATE) before counting, so two concurrent creates on different nodes
+ * run one after the other and cannot both see "one below the limit". The plan
+ * is read from that locked row, not from a cached auth context. `newSlug` is
+ * a parameter so tests can force the collision paths.
+ */
+export async function createEndpoint(
+  db: Db,
+  plans: PlanTable,
+  organizationId: string,
+  input: EndpointFields & { name: string; createdBy: string | null },
+  newSlug: () => string = generateSlug,
+): Promise<CreateEndpointResult> {
+  const problem = endpointInputProblem(input);
+  if (problem) return { ok: false, reason: 'invalid', message: problem };
+  return db.transaction(async (tx) => {
+    const { rows: orgs } = await tx.query<{ plan: string }>('select plan from organizations where id = $1::uuid for update', [organizationId]);
+    const plan = orgs[0]?.plan;
+    if (plan === undefined) return { ok: false, reason: 'organization_not_found' } as const;
+    const limit = isPlanName(plan) ? plans[plan].max_endpoints : 0;
+    const { rows: counted } = await tx.query<{ n: number }>('select count(*)::int as n from endpoints where organization_id = $1::uuid', [organizationId]);
+    if (counted[0].n >= limit) return { ok: false, reason: 'plan_limit', plan, limit } as const;
+
+    // A fresh slug collides with a live or retired one with odds of about
+    // 2^-82; the loop is there so that even then nothing fails.
+    for (;;) {
+      const slug = newSlug();
+      const { rows } = await tx.query<Endpoint>(
+        `insert into endpoints (id, organization_id, created_by, slug, name, description, forward_url)
+         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7
+          where not exists (select 1 from retired_slugs where slug = $4)
+         on conflict (slug) do nothing
+         returning ${COLUMNS}`,
+        [newId(), organizationId, input.createdBy, slug, input.name, input.description ?? null, input.forwardUrl ?? null],
+      );
+      const endpoint = rows[0];
+      if (!endpoint) continue;
+      // A node may have cached "no such slug" for it: tell every node.
+      await notify(tx, ENDPOINTS_CHANNEL, slug);
+      await recordAudit(tx, organizationId, actorOf(input.createdBy), 'endpoint.created', { type: 'endpoint', id: endpoint.id, name: endpoint.name });
+      return { ok: true, endpoint } as const;
+    }
+  });
+}
+
+/**
+ * Applies a partial update. Every field is validated before anything is
+ * written, so a rejected request changes nothing. Pausing takes effect on
+ * every node's ingest listener through ENDPOINTS_CHANNEL.
+ */
+export async function updateEndpoint(
+  db: Db,
+  organizationId: string,
+  id: string,
+  patch: EndpointFields & { paused?: boolean },
+  actorMemberId: string | null,
+): Promise<UpdateEndpointResult> {
+  const problem = endpointInputProblem(patch);
+  if (problem) return { ok: false, reason: 'invalid', message: problem };
+  const has = (k: keyof typeof patch) => patch[k] !== undefined;
+  const changed = (['name', 'description', 'forwardUrl', 'paused'] as const).filter(has);
+  if (changed.length === 0) {
+    const endpoint = await getEndpoint(db, organizationId, id);
+    return endpoint ? { ok: true, endpoint } : { ok: false, reason: 'not_found' };
+  }
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<Endpoint>(
+      `update endpoints set
+          name = case when $3::boolean then $4 else name end,
+          description = case when $5::boolean then $6 else description end,
+          forward_url = case when $7::boolean then $8 else forward_url end,
+          paused = case when $9::boolean then $10::boolean else paused end,
+          updated_at = now()
+        where id = $1::uuid and organization_id = $2::uuid
+        returning ${COLUMNS}`,
+      [id, organizationId, has('name'), patch.name ?? null, has('description'), patch.description ?? null, has('forwardUrl'), patch.forwardUrl ?? null, has('paused'), patch.paused ?? null],
+    );
+    const endpoint = rows[0];
+    if (!endpoint) return { ok: false, reason: 'not_found' } as const;
+    await notify(tx, ENDPOINTS_CHANNEL, endpoint.slug);
+    await recordAudit(tx, organizationId, actorOf(actorMemberId), 'endpoint.updated', { type: 'endpoint', id, name: endpoint.name }, {
+      fields: changed.map((k) => (k === 'forwardUrl' ? 'forward_url' : k)),
+    });
+    return { ok: true, endpoint } as const;
+  });
+}
+
+/**
+ * Deletes an endpoint and, by the foreign key's cascade, its captured
+ * requests. The slug moves to retired_slugs so the old public URL can never
+ * capture into another endpoint, and every node forgets it at once.
+ */
+export async function deleteEndpoint(db: Db, organizationId: string, id: string, actorMemberId: string | null): Promise<DeleteEndpointResult> {
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<Endpoint>(`delete from endpoints where id = $1::uuid and organization_id = $2::uuid returning ${COLUMNS}`, [id, organizationId]);
+    const endpoint = rows[0];
+    if (!endpoint) return { ok: false, reason: 'not_found' } as const;
+    await tx.query('insert into retired_slugs (slug) values ($1) on conflict (slug) do nothing', [endpoint.slug]);
+    await notify(tx, ENDPOINTS_CHANNEL, endpoint.slug);
+    await recordAudit(tx, organizationId, actorOf(actorMemberId), 'endpoint.deleted', { type: 'endpoint', id, name: endpoint.name }, { slug: endpoint.slug });
+    return { ok: true, endpoint } as const;
+  });
+}
+
+function actorOf(memberId: string | null): Actor {
+  return memberId ? { type: 'member', memberId } : { type: 'system' };
+}

@@ -1,0 +1,113 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../http/app.ts';
+import { badRequest, notFound, planLimit } from '../http/errors.ts';
+import { idParams, pathId } from '../http/schemas.ts';
+import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, updateEndpoint, type Endpoint } from './endpoints.ts';
+
+// Types only: lengths, the https:// rule and NUL characters are the domain's
+// (endpoints.ts), so every caller gets the same rules and messages.
+const nullableString = { type: ['string', 'null'] } as const;
+const createBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString },
+} as const;
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, paused: { type: 'boolean' } },
+} as const;
+
+interface EndpointBody {
+  name?: string;
+  description?: string | null;
+  forward_url?: string | null;
+  paused?: boolean;
+}
+
+/** The Endpoint resource of the specification, plus its public ingestion URL. */
+export function presentEndpoint(e: Endpoint, ingestUrl: string) {
+  return {
+    id: e.id,
+    organization_id: e.organization_id,
+    created_by: e.created_by,
+    slug: e.slug,
+    name: e.name,
+    description: e.description,
+    forward_url: e.forward_url,
+    paused: e.paused,
+    created_at: e.created_at,
+    updated_at: e.updated_at,
+    ingest_url: `${ingestUrl}/h/${e.slug}`,
+  };
+}
+
+/**
+ * /v1/endpoints. Scopes and role permissions (docs/endpoints.md): list needs
+ * only endpoints:read, as the specification says; get adds endpoints.view;
+ * create and edit need endpoints:write with endpoints.create / endpoints.edit;
+ * delete needs endpoints:write with endpoints.delete (admins only).
+ */
+export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDeps): void {
+  const present = (e: Endpoint) => presentEndpoint(e, urls.ingestUrl);
+
+  app.get('/endpoints', { config: { auth: { scopes: ['endpoints:read'] } } }, async (request) => {
+    const endpoints = await listEndpoints(db, request.auth.organizationId);
+    return { data: endpoints.map(present) };
+  });
+
+  app.post<{ Body: EndpointBody & { name: string } }>(
+    '/endpoints',
+    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.create' } }, schema: { body: createBody } },
+    async (request, reply) => {
+      const { name, description, forward_url } = request.body;
+      const a = request.auth;
+      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, createdBy: a.memberId });
+      if (!result.ok) {
+        if (result.reason === 'invalid') throw badRequest(result.message);
+        if (result.reason === 'plan_limit') throw planLimit(`The ${result.plan} plan allows ${result.limit} endpoints (paused ones count); delete one or upgrade the plan.`, 429);
+        throw notFound('Organization not found.');
+      }
+      return reply.status(201).send({ data: present(result.endpoint) });
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/endpoints/:id',
+    { config: { auth: { scopes: ['endpoints:read'], permission: 'endpoints.view' } }, schema: { params: idParams } },
+    async (request) => {
+      const id = pathId(request.params.id, 'Endpoint');
+      const endpoint = await getEndpoint(db, request.auth.organizationId, id);
+      if (!endpoint) throw notFound(`Endpoint ${id} not found.`);
+      return { data: present(endpoint) };
+    },
+  );
+
+  app.patch<{ Params: { id: string }; Body: EndpointBody }>(
+    '/endpoints/:id',
+    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.edit' } }, schema: { params: idParams, body: patchBody } },
+    async (request) => {
+      const id = pathId(request.params.id, 'Endpoint');
+      const { name, description, forward_url, paused } = request.body ?? {};
+      const a = request.auth;
+      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused }, a.memberId);
+      if (!result.ok) {
+        if (result.reason === 'invalid') throw badRequest(result.message);
+        throw notFound(`Endpoint ${id} not found.`);
+      }
+      return { data: present(result.endpoint) };
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/endpoints/:id',
+    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.delete' } }, schema: { params: idParams } },
+    async (request, reply) => {
+      const id = pathId(request.params.id, 'Endpoint');
+      const result = await deleteEndpoint(db, request.auth.organizationId, id, request.auth.memberId);
+      if (!result.ok) throw notFound(`Endpoint ${id} not found.`);
+      return reply.status(204).send();
+    },
+  );
+}

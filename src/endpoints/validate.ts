@@ -1,0 +1,53 @@
+/** Fields a client may set on an endpoint, in domain spelling. undefined = not given. */
+export interface EndpointFields {
+  name?: string;
+  description?: string | null;
+  forwardUrl?: string | null;
+}
+
+export const NAME_MAX = 100;
+/** The specification sets no bound on descriptions; this one keeps rows and list responses small. */
+export const DESCRIPTION_MAX = 2000;
+export const FORWARD_URL_MAX = 2048;
+
+/** Length in characters as people count them (code points), as JSON Schema's maxLength does. */
+function chars(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+// PostgreSQL text cannot hold U+0000; refusing it here turns what would be a
+// driver error (a 500) into a 400 that names the field.
+const hasNul = (s: string) => s.includes('\u0000');
+
+/** Why a forward_url is unacceptable, or undefined. The specification's rule: it must start with https://. */
+export function forwardUrlProblem(url: string): string | undefined {
+  if (!url.startsWith('https://')) return 'Field "forward_url" must start with https:// (or be null to disable forwarding).';
+  if (url.length > FORWARD_URL_MAX) return `Field "forward_url" must be at most ${FORWARD_URL_MAX} characters long.`;
+  if ([...url].some((ch) => ch <= ' ' || ch === '\u007f' || /\s/.test(ch))) return 'Field "forward_url" must not contain spaces or control characters.';
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'Field "forward_url" is not a valid URL.';
+  }
+  if (!parsed.hostname) return 'Field "forward_url" must name a host.';
+  if (parsed.username || parsed.password) return 'Field "forward_url" must not carry credentials (user:password@).';
+  return undefined;
+}
+
+/** The endpoint rules of the specification; the first broken one as a sentence, or undefined. */
+export function endpointInputProblem(input: EndpointFields): string | undefined {
+  if (input.name !== undefined) {
+    const n = chars(input.name);
+    if (n < 1 || n > NAME_MAX) return `Field "name" must be 1-${NAME_MAX} characters long (got ${n}).`;
+    if (hasNul(input.name)) return 'Field "name" must not contain NUL characters.';
+  }
+  if (typeof input.description === 'string') {
+    if (chars(input.description) > DESCRIPTION_MAX) return `Field "description" must be at most ${DESCRIPTION_MAX} characters long.`;
+    if (hasNul(input.description)) return 'Field "description" must not contain NUL characters.';
+  }
+  if (typeof input.forwardUrl === 'string') return forwardUrlProblem(input.forwardUrl);
+  return undefined;
+}
