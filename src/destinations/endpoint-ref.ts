@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { getEndpoint } from '../endpoints/endpoints.ts';
 
 /** What destinations need to know about an endpoint. */
 export interface EndpointRef {
@@ -7,21 +8,24 @@ export interface EndpointRef {
 }
 
 /**
- * The one place destinations read the endpoints table. Reads of an endpoint
- * belong to src/endpoints; until its lookup exists this stands in for it.
+ * The one place destinations read endpoints. A plain lookup is the endpoints
+ * module's own getEndpoint.
  *
  * With `lock`, the row is locked until the transaction ends so that two
  * attachments racing on one endpoint cannot both pass the plan's
  * max_forward_destinations count. FOR NO KEY UPDATE rather than FOR UPDATE:
  * it serialises attachments (and endpoint edits) the same way but does not
  * conflict with the KEY SHARE lock a foreign-key insert takes, so captures
- * being stored for this endpoint never wait on an attachment.
+ * being stored for this endpoint never wait on an attachment. src/endpoints
+ * has no locking lookup and no lookup of several names at once, hence the
+ * two queries of its table below.
  */
 export async function findEndpoint(db: Queryable, organizationId: string, id: string, opts: { lock?: boolean } = {}): Promise<EndpointRef | undefined> {
-  const { rows } = await db.query<EndpointRef>(
-    `select id, name from endpoints where id = $1::uuid and organization_id = $2::uuid${opts.lock ? ' for no key update' : ''}`,
-    [id, organizationId],
-  );
+  if (!opts.lock) return getEndpoint(db, organizationId, id);
+  const { rows } = await db.query<EndpointRef>('select id, name from endpoints where id = $1::uuid and organization_id = $2::uuid for no key update', [
+    id,
+    organizationId,
+  ]);
   return rows[0];
 }
 
