@@ -64,6 +64,7 @@ interface ClaimRow {
  * Returns the leased deliveries; rescheduled ones are only counted.
  */
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
+  const sentAt = Date.now();
   const { rows } = await db.query<ClaimRow>(
     `with next as materialized (
        select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at,
@@ -128,8 +129,9 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<{
     [o.destinationType, o.agentIds ?? null, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node],
   );
   if (rows.length === 0) return { claimed: [], rescheduled: 0 };
-  // the database's clock hands out slots; convert them to this process's clock
-  const skew = new Date(rows[0].db_now).getTime() - Date.now();
+  // The database's clock hands out slots; convert them to this process's
+  // clock. now() is the statement's start, closest to when it was sent.
+  const skew = new Date(rows[0].db_now).getTime() - sentAt;
   const claimed: ClaimedDelivery[] = [];
   for (const r of rows) {
     if (r.status !== 'in_flight') continue;

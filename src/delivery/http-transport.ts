@@ -1,6 +1,6 @@
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
 import { buildForwardRequest } from './forward-request.ts';
 import { isSuccess, parseRetryAfter, type ErrorClass } from './retry-policy.ts';
@@ -53,8 +53,11 @@ export class HttpTransport implements Transport {
         (err) => callback(err),
       );
     }) as unknown as LookupFunction;
-    const ca = opts.ca === undefined ? undefined : [...rootCertificates, ...(Array.isArray(opts.ca) ? opts.ca : [opts.ca])];
-    const connect = buildConnector({ timeout: opts.connectTimeoutMs, lookup, ...(ca ? { ca } : {}) });
+    // One secure context for every connection: handing `ca` to each connect
+    // would parse the whole root store again per TLS handshake.
+    const secureContext =
+      opts.ca === undefined ? undefined : createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(opts.ca) ? opts.ca : [opts.ca])] });
+    const connect = buildConnector({ timeout: opts.connectTimeoutMs, lookup, ...(secureContext ? { secureContext } : {}) });
     this.agent = new Agent({
       connect(options, callback) {
         // A literal IP never reaches lookup (net connects to it directly): check it here.

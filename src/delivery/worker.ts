@@ -46,6 +46,8 @@ export class DeliveryWorker {
   private lastRecovery = 0;
   /** The last claim left due work behind for want of free slots. */
   private backlog = false;
+  private timer: NodeJS.Timeout | undefined;
+  private sleepUntil: number | undefined;
 
   constructor(private readonly o: WorkerOptions) {}
 
@@ -118,12 +120,22 @@ export class DeliveryWorker {
   private sleep(until: number): Promise<void> {
     if (this.wakeFlag) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
+      this.sleepUntil = until;
+      this.timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
       this.wakeResolve = () => {
-        clearTimeout(timer);
+        clearTimeout(this.timer);
+        this.sleepUntil = undefined;
         resolve();
       };
     });
+  }
+
+  /** Makes the loop wake by `at` (a retry this node just scheduled), if it would sleep longer. */
+  private wakeBy(at: number): void {
+    if (this.sleepUntil === undefined || at >= this.sleepUntil) return;
+    clearTimeout(this.timer);
+    this.sleepUntil = at;
+    this.timer = setTimeout(() => this.wake(), Math.max(0, at - Date.now()));
   }
 
   private launch(d: ClaimedDelivery): void {
@@ -156,6 +168,7 @@ export class DeliveryWorker {
     const decision = decide(result, d.retry, d.attemptNumber);
     const owned = await completeAttempt(this.o.db, d, result, decision, this.o.node);
     if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
+    else if (decision.status === 'pending') this.wakeBy(Date.now() + decision.delaySeconds * 1000);
     this.o.onSettled?.(d, decision.status);
   }
 

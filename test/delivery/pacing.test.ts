@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
+import { startReceiver, type Receiver } from '../helpers/https.ts';
+import { orgWithEndpoint, startTestWorker, waitForStatus } from './helpers.ts';
+
+/**
+ * Spacing is asserted from recorded timestamps with generous tolerance:
+ * pacing promises a minimum distance between dispatches, which a slow
+ * machine can only lengthen. Each gap must be at least half the interval,
+ * and n dispatches must span at least 80% of (n - 1) intervals.
+ */
+function assertSpaced(times: number[], intervalMs: number, what: string): void {
+  const sorted = [...times].sort((a, b) => a - b);
+  for (let i = 1; i < sorted.length; i++) {
+    const gap = sorted[i] - sorted[i - 1];
+    assert.ok(gap >= intervalMs * 0.5, `${what}: gap ${i} is ${gap.toFixed(0)} ms, interval ${intervalMs} ms`);
+  }
+  const span = sorted[sorted.length - 1] - sorted[0];
+  assert.ok(span >= (sorted.length - 1) * intervalMs * 0.8, `${what}: ${sorted.length} dispatches span ${span.toFixed(0)} ms`);
+}
+
+describe('smooth rate limiting', () => {
+  let t: TestDb;
+  let workers: DeliveryWorker[] = [];
+  const receivers: Receiver[] = [];
+
+  before(async () => {
+    t = await openTestDb();
+  });
+  beforeEach(() => t.reset());
+  afterEach(async () => {
+    await Promise.all(workers.map((w) => w.stop(0)));
+    workers = [];
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+  after(() => t.close());
+
+  it('dispatches a rate-limited destination evenly spaced across two workers, without holding up other destinations', async () => {
+    const [paced, free] = [await startReceiver(), await startReceiver()];
+    receivers.push(paced, free);
+    const ep = await orgWithEndpoint(t.db);
+    const perMinute = 120; // one every 500 ms
+    await insertForwardDestination(t.db, ep, { url: paced.url, rateLimitPerMinute: perMinute });
+    await insertForwardDestination(t.db, ep, { url: free.url });
+    const n = 6;
+    await insertCaptures(t.db, ep, Array.from({ length: n }, (_, i) => ({ body: `{"i":${i}}` })));
+    workers = [await startTestWorker(t.db), await startTestWorker(t.db)];
+    await waitForStatus(t.db, ['succeeded'], 2 * n);
+
+    const intervalMs = 60_000 / perMinute;
+    const { rows } = await t.db.query<{ started_at: Date; paced: boolean; node: string }>(
+      `select a.started_at, fd.rate_limit_enabled as paced, a.node
+         from delivery_attempts a join deliveries d on d.id = a.delivery_id join forward_destinations fd on fd.id = d.forward_destination_id`,
+    );
+    const starts = rows.filter((r) => r.paced).map((r) => new Date(r.started_at).getTime());
+    assertSpaced(starts, intervalMs, 'recorded attempt starts');
+    assertSpaced(paced.received.map((r) => r.at), intervalMs, 'arrivals at the paced receiver');
+    // the unpaced destination was not queued behind the paced one
+    const lastFree = Math.max(...free.received.map((r) => r.at));
+    const lastPaced = Math.max(...paced.received.map((r) => r.at));
+    assert.ok(lastFree < lastPaced, 'the unpaced destination finished before the paced one');
+    const { rows: slots } = await t.db.query<{ n: number }>('select count(*)::int as n from destination_pacing');
+    assert.equal(slots[0].n, 1);
+  });
+
+  it('keeps the spacing for deliveries queued while earlier ones wait for their slot', async () => {
+    const rx = await startReceiver();
+    receivers.push(rx);
+    const ep = await orgWithEndpoint(t.db);
+    const perMinute = 150; // one every 400 ms
+    await insertForwardDestination(t.db, ep, { url: rx.url, rateLimitPerMinute: perMinute });
+    workers = [await startTestWorker(t.db)];
+    await insertCaptures(t.db, ep, [{ body: '1' }, { body: '2' }]);
+    await rx.waitFor(1);
+    await insertCaptures(t.db, ep, [{ body: '3' }, { body: '4' }]);
+    await waitForStatus(t.db, ['succeeded'], 4);
+    assertSpaced(rx.received.map((r) => r.at), 60_000 / perMinute, 'arrivals');
+  });
+});
