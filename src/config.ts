@@ -22,6 +22,12 @@ export interface Config {
   logLevel: string;
   dbPoolSize: number;
   captureBatchMs: number;
+  /** Forwarding engine settings (docs/forwarding.md). */
+  forwardTimeoutMs: number;
+  forwardConnectTimeoutMs: number;
+  deliveryConcurrency: number;
+  deliveryLeaseMs: number;
+  deliveryPollMs: number;
 }
 
 export class ConfigError extends Error {
@@ -63,6 +69,23 @@ function url(env: Env, name: string): string | undefined {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(name, `must be an http(s) URL, got "${v}"`);
   return v.replace(/\/+$/, '');
+}
+
+/** The forwarding engine's settings; a lease must outlast one whole attempt plus a paced wait, or a slow forward would be sent twice. */
+function deliverySettings(env: Env) {
+  const forwardTimeoutMs = positiveInt(env, 'WEIR_FORWARD_TIMEOUT_MS', 30_000, 600_000);
+  const forwardConnectTimeoutMs = positiveInt(env, 'WEIR_FORWARD_CONNECT_TIMEOUT_MS', Math.min(10_000, forwardTimeoutMs), 600_000);
+  const deliveryLeaseMs = positiveInt(env, 'WEIR_DELIVERY_LEASE_MS', forwardTimeoutMs + 30_000, 3_600_000);
+  if (deliveryLeaseMs < forwardTimeoutMs + 2_000) {
+    throw new ConfigError('WEIR_DELIVERY_LEASE_MS', `must be at least WEIR_FORWARD_TIMEOUT_MS + 2000 (${forwardTimeoutMs + 2_000}), got "${deliveryLeaseMs}"`);
+  }
+  return {
+    forwardTimeoutMs,
+    forwardConnectTimeoutMs,
+    deliveryConcurrency: positiveInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
+    deliveryLeaseMs,
+    deliveryPollMs: positiveInt(env, 'WEIR_DELIVERY_POLL_MS', 5_000, 600_000),
+  };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -116,6 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     dbPoolSize: positiveInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
     captureBatchMs: positiveInt(env, 'WEIR_CAPTURE_BATCH_MS', 2, 1000),
+    ...deliverySettings(env),
   };
 }
 
