@@ -4,6 +4,7 @@ import { urlHost, type Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { openDb } from './db/open.ts';
+import { startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
 import { startIngest } from './ingest/server.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
@@ -40,6 +41,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     await app.listen({ host: config.host, port: config.apiPort });
     const apiPort = (app.server.address() as { port: number }).port;
     const ingest = await startIngest({ db, config, logger }, config.ingestPort);
+    // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
+    const delivery = await startDelivery({ db, config, logger });
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
@@ -54,6 +57,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
       close() {
         closing ??= (async () => {
           await Promise.all([app.close(), ingest.close()]);
+          // in-flight forwards finish (or give their leases back) before the database goes
+          await delivery.stop();
           await authenticator.stop();
           await db.close();
         })();
