@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_PLANS, loadPlansFile, type PlanTable } from './orgs/plans.ts';
@@ -68,8 +69,25 @@ function url(env: Env, name: string): string | undefined {
     throw new ConfigError(name, `must be an absolute http(s) URL, got "${v}"`);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(name, `must be an http(s) URL, got "${v}"`);
+  if (u.search || u.hash) throw new ConfigError(name, `must be a base URL without a query or fragment, got "${v}"`);
   return v.replace(/\/+$/, '');
 }
+
+/** A path that must name a readable file (checked now, so a typo stops start-up instead of surfacing later). */
+function readableFile(env: Env, name: string): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  try {
+    if (!statSync(v).isFile()) throw new Error('not a file');
+    accessSync(v, constants.R_OK);
+  } catch {
+    throw new ConfigError(name, `must name a readable file, got "${v}"`);
+  }
+  return v;
+}
+
+// One DNS label: letters, digits and inner hyphens, 1-63 characters.
+const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** The forwarding engine's settings; a lease must outlast one whole attempt plus a paced wait, or a slow forward would be sent twice. */
 function deliverySettings(env: Env) {
@@ -92,12 +110,14 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = str(env, 'DATABASE_URL');
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+  if (databaseUrl !== undefined && (!/^postgres(ql)?:\/\//.test(databaseUrl) || !URL.canParse(databaseUrl))) {
+    // The value may hold a password: never echo it.
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// connection string');
   }
   const region = str(env, 'WEIR_REGION') ?? 'us';
   if (!/^[a-z0-9]{2,16}$/.test(region)) throw new ConfigError('WEIR_REGION', `must be 2-16 lowercase letters or digits, got "${region}"`);
   const host = str(env, 'WEIR_HOST') ?? '127.0.0.1';
+  if (isIP(host) === 0 && !HOSTNAME_RE.test(host)) throw new ConfigError('WEIR_HOST', `must be an IP address or a host name, got "${host}"`);
   const allow = str(env, 'WEIR_ALLOW_PRIVATE_DESTINATIONS');
   if (allow !== undefined && allow !== '0' && allow !== '1') throw new ConfigError('WEIR_ALLOW_PRIVATE_DESTINATIONS', `must be 1 or 0, got "${allow}"`);
   const plansPath = str(env, 'WEIR_PLANS');
@@ -120,19 +140,26 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   const logLevel = str(env, 'WEIR_LOG_LEVEL') ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('WEIR_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('WEIR_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const dataDir = resolve(str(env, 'WEIR_DATA_DIR') ?? './data');
+  if (databaseUrl === undefined && isFile(dataDir)) throw new ConfigError('WEIR_DATA_DIR', `must be a directory, got the file "${dataDir}"`);
+  const apiPort = port(env, 'WEIR_API_PORT', 8080);
+  const ingestPort = port(env, 'WEIR_INGEST_PORT', 8081);
+  if (apiPort !== 0 && apiPort === ingestPort) throw new ConfigError('WEIR_INGEST_PORT', `must differ from WEIR_API_PORT (both are ${apiPort})`);
+  // Node reads NODE_EXTRA_CA_CERTS itself and only warns when the file is missing; forwards would then fail TLS far from the cause.
+  readableFile(env, 'NODE_EXTRA_CA_CERTS');
   return {
     databaseUrl,
-    dataDir: resolve(str(env, 'WEIR_DATA_DIR') ?? './data'),
+    dataDir,
     host,
-    apiPort: port(env, 'WEIR_API_PORT', 8080),
-    ingestPort: port(env, 'WEIR_INGEST_PORT', 8081),
+    apiPort,
+    ingestPort,
     publicUrl: url(env, 'WEIR_PUBLIC_URL'),
     ingestUrl: url(env, 'WEIR_INGEST_URL'),
     region,
     adminToken,
     allowPrivateDestinations: allow === '1',
-    asnDb: str(env, 'WEIR_ASN_DB'),
+    asnDb: readableFile(env, 'WEIR_ASN_DB'),
     plans,
     maxBodyBytes: positiveInt(env, 'WEIR_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024 * 1024 * 1024),
     trustedProxies,
@@ -141,6 +168,14 @@ export function loadConfig(env: Env = process.env): Config {
     captureBatchMs: positiveInt(env, 'WEIR_CAPTURE_BATCH_MS', 2, 1000),
     ...deliverySettings(env),
   };
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Host as it goes into a URL: IPv6 literals need brackets; 0.0.0.0 and :: are not reachable addresses. */

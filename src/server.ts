@@ -28,19 +28,27 @@ export function createLogger(config: Config): Logger {
 /** Starts one Weir node: database, migrations, first-run bootstrap, API and ingest listeners. */
 export async function startWeir(config: Config, logger = createLogger(config)): Promise<RunningWeir> {
   const db = await openDb(config, (msg, err) => logger.warn({ err }, msg));
+  // What is already running, stopped in reverse order if a later step fails.
+  const started: (() => Promise<void>)[] = [() => db.close()];
+  const stopAll = async () => {
+    for (const stop of started.reverse()) await stop().catch(() => {});
+  };
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
     const bootstrap = await bootstrapIfEmpty(db, config.region);
     const authenticator = new Authenticator(db);
     await authenticator.start();
+    started.push(() => authenticator.stop());
 
     const urls = { publicUrl: config.publicUrl ?? '', ingestUrl: config.ingestUrl ?? '' };
     const deps: AppDeps = { db, config, authenticator, logger, urls };
     const app = await buildApp(deps, routeModules);
+    started.push(() => app.close());
     await app.listen({ host: config.host, port: config.apiPort });
     const apiPort = (app.server.address() as { port: number }).port;
     const ingest = await startIngest({ db, config, logger }, config.ingestPort);
+    started.push(() => ingest.close());
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
     const delivery = await startDelivery({ db, config, logger });
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
@@ -55,6 +63,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
       bootstrap,
       logger,
       close() {
+        // Both listeners stop taking connections and finish what is in
+        // flight first; only then do the notifications and the database go.
         closing ??= (async () => {
           await Promise.all([app.close(), ingest.close()]);
           // in-flight forwards finish (or give their leases back) before the database goes
@@ -66,7 +76,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
       },
     };
   } catch (err) {
-    await db.close().catch(() => {});
+    await stopAll();
     throw err;
   }
 }

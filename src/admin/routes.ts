@@ -3,15 +3,17 @@ import type { FastifyInstance } from 'fastify';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.ts';
 import { listAudit } from '../auth/audit.ts';
 import { parseBearer } from '../auth/authenticate.ts';
-import { ROLES, type Role } from '../auth/permissions.ts';
+import type { Role } from '../auth/permissions.ts';
 import { keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from '../auth/present.ts';
 import type { AppDeps } from '../http/app.ts';
 import { badRequest, conflict, notFound, notImplemented, unauthorized } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
-import { createMember, getMember, isEmail, listMembers, updateMember } from '../orgs/members.ts';
+import { createMember, getMember, listMembers, updateMember } from '../orgs/members.ts';
 import { createOrganization, getOrganization, listOrganizations, updateOrganization } from '../orgs/organizations.ts';
 import { PLAN_NAMES, type PlanName } from '../orgs/plans.ts';
+import { memberInviteSchema, memberPatchSchema, presentMember, presentOrganization } from '../orgs/present.ts';
+import { checkedEmail, memberOrThrow } from '../orgs/routes.ts';
 
 const OPERATOR = { type: 'operator' } as const;
 
@@ -25,31 +27,12 @@ export function adminTokenMatches(header: string | undefined, expected: string):
   return given !== undefined && timingSafeEqual(digest(given), digest(expected));
 }
 
-const orgPresent = (o: { id: string; name: string; plan: string; region: string; created_at: Date; updated_at: Date }) => ({
-  id: o.id,
-  name: o.name,
-  plan: o.plan,
-  region: o.region,
-  created_at: o.created_at,
-  updated_at: o.updated_at,
-});
-
-const memberPresent = (m: { id: string; organization_id: string; email: string; role: string; active: boolean; created_at: Date; updated_at: Date }) => ({
-  id: m.id,
-  organization_id: m.organization_id,
-  email: m.email,
-  role: m.role,
-  active: m.active,
-  created_at: m.created_at,
-  updated_at: m.updated_at,
-});
-
 /**
  * The operator API (/admin/v1): what a SaaS operator or billing system owns.
  * When WEIR_ADMIN_TOKEN is unset the whole tree answers 404, as if absent.
  */
 export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
-  const { db, config } = deps;
+  const { db, config, authenticator } = deps;
   root.register(
     async (app) => {
       app.addHook('onRequest', async (request) => {
@@ -76,7 +59,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         async (request, reply) => {
           const { name, plan = 'free', region = config.region } = request.body;
           const org = await createOrganization(db, { name, plan, region });
-          return reply.status(201).send({ data: orgPresent(org) });
+          return reply.status(201).send({ data: presentOrganization(org) });
         },
       );
 
@@ -86,14 +69,14 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         async (request) => {
           const { limit, before } = request.query;
           const rows = await listOrganizations(db, limit + 1, before);
-          return { data: toPage(rows, limit, orgPresent) };
+          return { data: toPage(rows, limit, presentOrganization) };
         },
       );
 
       app.get<{ Params: { id: string } }>('/organizations/:id', { schema: { params: idParams } }, async (request) => {
         const org = await getOrganization(db, pathId(request.params.id, 'Organization'));
         if (!org) throw notFound(`Organization ${request.params.id} not found.`);
-        return { data: { ...orgPresent(org), limits: config.plans[org.plan] } };
+        return { data: { ...presentOrganization(org), limits: config.plans[org.plan] } };
       });
 
       app.patch<{ Params: { id: string }; Body: { plan?: PlanName; name?: string } }>(
@@ -110,9 +93,10 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
           },
         },
         async (request) => {
-          const org = await db.transaction((tx) => updateOrganization(tx, pathId(request.params.id, 'Organization'), request.body));
+          // The plan is part of every cached auth context: flush them with the change.
+          const org = await authenticator.commitChange((tx) => updateOrganization(tx, pathId(request.params.id, 'Organization'), request.body));
           if (!org) throw notFound(`Organization ${request.params.id} not found.`);
-          return { data: orgPresent(org) };
+          return { data: presentOrganization(org) };
         },
       );
 
@@ -133,50 +117,42 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
           schema: {
             params: idParams,
             body: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['email', 'role'],
-              properties: {
-                email: { type: 'string', maxLength: 320 },
-                role: { type: 'string', enum: ROLES },
-                password: { type: 'string', minLength: 12, maxLength: 1024 },
-              },
+              ...memberInviteSchema,
+              properties: { ...memberInviteSchema.properties, password: { type: 'string', minLength: 12, maxLength: 1024 } },
             },
           },
         },
         async (request, reply) => {
           const orgId = pathId(request.params.id, 'Organization');
-          if (!isEmail(request.body.email)) throw badRequest('Field "email" must be an email address.');
+          const email = checkedEmail(request.body.email);
           if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
-          const result = await db.transaction((tx) => createMember(tx, { organizationId: orgId, ...request.body }, OPERATOR));
+          const { role, password } = request.body;
+          const result = await db.transaction((tx) => createMember(tx, { organizationId: orgId, email, role, password }, OPERATOR));
           if (!result.ok) throw conflict(`A member with email ${request.body.email} already exists in this organization.`);
-          return reply.status(201).send({ data: memberPresent(result.member) });
+          return reply.status(201).send({ data: presentMember(result.member) });
         },
       );
 
-      app.get<{ Params: { id: string } }>('/organizations/:id/members', { schema: { params: idParams } }, async (request) => {
-        const orgId = pathId(request.params.id, 'Organization');
-        if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
-        return { data: { data: (await listMembers(db, orgId)).map(memberPresent) } };
-      });
+      app.get<{ Params: { id: string }; Querystring: { limit: number; before?: string } }>(
+        '/organizations/:id/members',
+        { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+        async (request) => {
+          const orgId = pathId(request.params.id, 'Organization');
+          if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+          const { limit, before } = request.query;
+          return { data: toPage(await listMembers(db, orgId, limit + 1, before), limit, presentMember) };
+        },
+      );
 
       app.patch<{ Params: { id: string }; Body: { role?: Role; active?: boolean } }>(
         '/members/:id',
         {
-          schema: {
-            params: idParams,
-            body: {
-              type: 'object',
-              additionalProperties: false,
-              minProperties: 1,
-              properties: { role: { type: 'string', enum: ROLES }, active: { type: 'boolean' } },
-            },
-          },
+          schema: { params: idParams, body: memberPatchSchema },
         },
         async (request) => {
-          const member = await db.transaction((tx) => updateMember(tx, pathId(request.params.id, 'Member'), request.body, OPERATOR));
-          if (!member) throw notFound(`Member ${request.params.id} not found.`);
-          return { data: memberPresent(member) };
+          const id = pathId(request.params.id, 'Member');
+          const result = await authenticator.commitChange((tx) => updateMember(tx, id, request.body, OPERATOR));
+          return { data: presentMember(memberOrThrow(result, id)) };
         },
       );
 
@@ -207,12 +183,14 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
       });
 
       app.delete<{ Params: { id: string } }>('/api-keys/:id', { schema: { params: idParams } }, async (request, reply) => {
-        const key = await db.transaction((tx) => revokeApiKey(tx, pathId(request.params.id, 'API key'), OPERATOR));
+        const key = await authenticator.commitChange((tx) => revokeApiKey(tx, pathId(request.params.id, 'API key'), OPERATOR));
         if (!key) throw notFound(`API key ${request.params.id} not found.`);
         return reply.status(204).send();
       });
 
-      app.post<{ Params: { id: string } }>('/organizations/:id/agents', { schema: { params: idParams } }, async () => {
+      app.post<{ Params: { id: string } }>('/organizations/:id/agents', { schema: { params: idParams } }, async (request) => {
+        const orgId = pathId(request.params.id, 'Organization');
+        if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
         throw notImplemented('Agent enrollment is not available in this version of Weir yet.');
       });
     },

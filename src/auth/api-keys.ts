@@ -3,7 +3,7 @@ import { newId } from '../db/ids.ts';
 import { recordAudit, type Actor } from './audit.ts';
 import { AUTH_CHANNEL } from './authenticate.ts';
 import { displayPrefix, generateKey, hashKey } from './key-format.ts';
-import { scopeSetProblem, type AccessMode } from './permissions.ts';
+import { outranks, scopeSetProblem, type AccessMode, type Role } from './permissions.ts';
 
 export interface ApiKey {
   id: string;
@@ -33,22 +33,38 @@ export interface NewKeyInput {
 export type CreateKeyResult =
   | { ok: true; apiKey: ApiKey; key: string }
   | { ok: false; reason: 'member_not_found' }
-  | { ok: false; reason: 'invalid'; message: string };
+  | { ok: false; reason: 'invalid'; message: string }
+  | { ok: false; reason: 'escalation'; message: string };
 
-/** Mints a key for a member. The plain key is returned once, here, and never stored. */
-export async function createApiKey(db: Queryable, input: NewKeyInput, actor: Actor, organizationId?: string): Promise<CreateKeyResult> {
+/**
+ * Mints a key for a member. The plain key is returned once, here, and never
+ * stored. `actorRole` (a member acting through the API) refuses a key for a
+ * member who outranks the actor: whoever mints a key holds it, so it must
+ * not act above the actor's role (and the authenticator also lowers such a
+ * key to its creator's live role for good).
+ */
+export async function createApiKey(
+  db: Queryable,
+  input: NewKeyInput,
+  actor: Actor,
+  opts: { organizationId?: string; actorRole?: Role } = {},
+): Promise<CreateKeyResult> {
+  const { organizationId, actorRole } = opts;
   const problem = scopeSetProblem(input.accessMode, input.scopes);
   if (problem) return { ok: false, reason: 'invalid', message: problem };
-  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'invalid', message: 'expires_at must be in the future' };
-  const { rows: owners } = await db.query<{ organization_id: string; region: string; active: boolean }>(
-    `select m.organization_id, o.region, m.active
+  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'invalid', message: 'Field "expires_at" must be in the future.' };
+  const { rows: owners } = await db.query<{ organization_id: string; region: string; active: boolean; role: Role }>(
+    `select m.organization_id, o.region, m.active, m.role
        from members m join organizations o on o.id = m.organization_id
       where m.id = $1::uuid and ($2::uuid is null or m.organization_id = $2::uuid)`,
     [input.memberId, organizationId ?? null],
   );
   const owner = owners[0];
   if (!owner) return { ok: false, reason: 'member_not_found' };
-  if (!owner.active) return { ok: false, reason: 'invalid', message: 'the member is deactivated; reactivate them before creating a key' };
+  if (!owner.active) return { ok: false, reason: 'invalid', message: 'The member is deactivated; reactivate them before creating a key.' };
+  if (actorRole !== undefined && outranks(owner.role, actorRole)) {
+    return { ok: false, reason: 'escalation', message: `A ${actorRole} cannot create keys for a ${owner.role}.` };
+  }
   const key = generateKey(owner.region);
   const { rows } = await db.query<ApiKey>(
     `insert into api_keys (id, organization_id, member_id, name, key_hash, display_prefix, access_mode, scopes, expires_at, created_by)
@@ -100,16 +116,22 @@ export async function listApiKeys(db: Queryable, filter: { organizationId: strin
  * from its next request: the NOTIFY goes out with the commit.
  */
 export async function revokeApiKey(db: Queryable, id: string, actor: Actor, organizationId?: string): Promise<ApiKey | undefined> {
-  const { rows } = await db.query<ApiKey>(
-    `update api_keys set revoked_at = coalesce(revoked_at, now())
-      where id = $1::uuid and ($2::uuid is null or organization_id = $2::uuid)
-      returning ${COLUMNS}`,
+  // `was` is the revoked_at before this statement (the sub-select sees the
+  // row as it was), so a repeated DELETE writes no second audit entry.
+  const { rows } = await db.query<ApiKey & { was: Date | null }>(
+    `update api_keys k set revoked_at = coalesce(k.revoked_at, now())
+       from (select id, revoked_at as was from api_keys where id = $1::uuid for update) prev
+      where k.id = prev.id and ($2::uuid is null or k.organization_id = $2::uuid)
+      returning ${COLUMNS.split(', ').map((c) => `k.${c}`).join(', ')}, prev.was`,
     [id, organizationId ?? null],
   );
-  const apiKey = rows[0];
-  if (!apiKey) return undefined;
-  await recordAudit(db, apiKey.organization_id, actor, 'api_key.revoked', { type: 'api_key', id: apiKey.id, name: apiKey.name });
-  await notify(db, AUTH_CHANNEL, `key:${id}`);
+  const row = rows[0];
+  if (!row) return undefined;
+  const { was, ...apiKey } = row;
+  if (was === null) {
+    await recordAudit(db, apiKey.organization_id, actor, 'api_key.revoked', { type: 'api_key', id: apiKey.id, name: apiKey.name });
+    await notify(db, AUTH_CHANNEL, `key:${id}`);
+  }
   return apiKey;
 }
 

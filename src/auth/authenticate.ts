@@ -1,7 +1,7 @@
-import type { Db } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import type { PlanName } from '../orgs/plans.ts';
 import { hashKey, isWellFormedKey } from './key-format.ts';
-import type { AccessMode, Role } from './permissions.ts';
+import { lowerRole, type AccessMode, type Role } from './permissions.ts';
 
 /** NOTIFY channel on which key, member and organization changes are announced to every node. */
 export const AUTH_CHANNEL = 'weir_auth';
@@ -16,7 +16,13 @@ export interface AuthContext {
   region: string;
   memberId: string;
   memberEmail: string;
-  /** The creator's role as it is now, not as it was when the key was made. */
+  /** The key owner's role as it is now. */
+  memberRole: Role;
+  /**
+   * What the key may do, from live roles: the owner's role, lowered to the
+   * creator's when another member minted the key for them, so a key never
+   * exceeds its creator's role as it is now, not as it was when the key was made.
+   */
   role: Role;
   accessMode: AccessMode;
   scopes: readonly string[];
@@ -35,6 +41,9 @@ interface KeyRow {
   member_email: string;
   role: Role;
   active: boolean;
+  created_by: string | null;
+  creator_role: Role | null;
+  creator_active: boolean | null;
   organization_id: string;
   organization_name: string;
   plan: PlanName;
@@ -59,6 +68,13 @@ const LAST_USED_RESOLUTION_MS = 60_000;
  * AUTH_CHANNEL: key, role and plan changes are rare, so precision buys
  * nothing and a full flush cannot miss a case. A generation counter stops a
  * lookup that raced with an invalidation from caching what it read before it.
+ *
+ * The cache is only trusted while the LISTEN connection is up: while it is
+ * down nothing is cached or read from the cache, and it is flushed when the
+ * loss is seen and again on reconnection, since notifications sent in
+ * between are lost. The node that makes a change flushes its own cache when
+ * the change commits (commitChange), so the very next request it serves
+ * already sees it; other nodes follow on the NOTIFY, within milliseconds.
  */
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
@@ -69,11 +85,14 @@ export class Authenticator {
   constructor(private readonly db: Db) {}
 
   async start(): Promise<void> {
-    this.unlisten = await this.db.listen(AUTH_CHANNEL, () => this.invalidate(), () => this.invalidate());
+    this.unlisten ??= await this.db.listen(AUTH_CHANNEL, () => this.invalidate(), () => this.invalidate());
   }
 
   async stop(): Promise<void> {
-    await this.unlisten?.();
+    const unlisten = this.unlisten;
+    this.unlisten = undefined;
+    this.invalidate();
+    await unlisten?.();
   }
 
   invalidate(): void {
@@ -81,12 +100,27 @@ export class Authenticator {
     this.cache.clear();
   }
 
+  /**
+   * Runs a change to keys, members or organizations in one transaction (the
+   * domain function sends the NOTIFY inside it) and flushes this node's cache
+   * once it has committed.
+   */
+  async commitChange<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await this.db.transaction(fn);
+    } finally {
+      this.invalidate();
+    }
+  }
+
   async authenticate(header: string | undefined, now = Date.now()): Promise<AuthContext | null> {
     const key = parseBearer(header);
     if (key === undefined || !isWellFormedKey(key)) return null;
     const hash = hashKey(key);
     const cacheKey = hash.toString('base64');
-    const useCache = this.db.listening();
+    // Without a live subscription an entry could outlive a change it never heard of.
+    const useCache = this.unlisten !== undefined && this.db.listening();
+    if (!useCache && this.cache.size > 0) this.invalidate();
     let entry = useCache ? this.cache.get(cacheKey) : undefined;
     if (entry && now - entry.cachedAt > CACHE_TTL_MS) entry = undefined;
     if (!entry) {
@@ -109,10 +143,12 @@ export class Authenticator {
     const { rows } = await this.db.query<KeyRow>(
       `select k.id as key_id, k.name as key_name, k.access_mode, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
               m.id as member_id, m.email as member_email, m.role, m.active,
+              k.created_by, c.role as creator_role, c.active as creator_active,
               o.id as organization_id, o.name as organization_name, o.plan, o.region
          from api_keys k
          join members m on m.id = k.member_id
          join organizations o on o.id = k.organization_id
+         left join members c on c.id = k.created_by
         where k.key_hash = $1`,
       [hash],
     );
@@ -129,8 +165,13 @@ export class Authenticator {
   }
 }
 
+/**
+ * Revoked keys never work; nor do keys whose owner, or whose creator when
+ * someone else minted it, is deactivated. The operator API mints keys with
+ * no creator (created_by null): only the owner counts then.
+ */
 function isUsable(row: KeyRow): boolean {
-  return row.revoked_at === null && row.active;
+  return row.revoked_at === null && row.active && (row.created_by === null || row.creator_active === true);
 }
 
 function toContext(row: KeyRow): AuthContext {
@@ -143,7 +184,8 @@ function toContext(row: KeyRow): AuthContext {
     region: row.region,
     memberId: row.member_id,
     memberEmail: row.member_email,
-    role: row.role,
+    memberRole: row.role,
+    role: row.creator_role === null ? row.role : lowerRole(row.role, row.creator_role),
     accessMode: row.access_mode,
     scopes: row.scopes,
     expiresAt: row.expires_at,

@@ -45,6 +45,22 @@ export function roleHas(role: Role, permission: Permission): boolean {
   return (PERMISSIONS[permission] as readonly Role[]).includes(role);
 }
 
+/**
+ * Roles are nested: each holds every permission of the roles below it (a
+ * test checks PERMISSIONS keeps it so). The rank is what "no escalation"
+ * compares: nobody grants, or mints a key acting as, a role above their own.
+ */
+const RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2, super_admin: 3 };
+
+export function outranks(a: Role, b: Role): boolean {
+  return RANK[a] > RANK[b];
+}
+
+/** The lower of two roles: what a key created by one member for another may do. */
+export function lowerRole(a: Role, b: Role): Role {
+  return RANK[a] <= RANK[b] ? a : b;
+}
+
 /** The scopes of the specification's table, in its order. */
 export const SCOPES = [
   'endpoints:read',
@@ -82,11 +98,11 @@ export type AccessMode = 'full' | 'custom';
 /** Why a scope set is refused for a custom key, or undefined when it is acceptable. */
 export function scopeSetProblem(accessMode: AccessMode, scopes: readonly string[]): string | undefined {
   const unknown = scopes.filter((s) => !isScope(s));
-  if (unknown.length > 0) return `unknown scope(s): ${unknown.join(', ')}; known scopes are ${SCOPES.join(', ')}`;
+  if (unknown.length > 0) return `Unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the scopes are ${SCOPES.join(', ')}.`;
   if (accessMode === 'full') {
-    return scopes.length > 0 ? 'a full-access key takes no scopes; use access_mode "custom" to narrow it' : undefined;
+    return scopes.length > 0 ? 'A full-access key takes no scopes; use access_mode "custom" to narrow it.' : undefined;
   }
-  if (scopes.length === 0) return 'a custom-scope key needs at least one scope: with none it could call no scoped route';
-  if (scopes.includes('requests:replay') && !scopes.includes('requests:read')) return 'requests:replay requires requests:read';
+  if (scopes.length === 0) return 'A custom-scope key needs at least one scope: with none it could call no scoped route.';
+  if (scopes.includes('requests:replay') && !scopes.includes('requests:read')) return 'The scope requests:replay requires requests:read.';
   return undefined;
 }

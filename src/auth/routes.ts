@@ -1,22 +1,26 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../http/app.ts';
 import { badRequest, forbidden, notFound } from '../http/errors.ts';
+import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId, uuidSchema } from '../http/schemas.ts';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKeyAccess } from './api-keys.ts';
+import { listAudit } from './audit.ts';
 import { keyAccessSchema, keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from './present.ts';
 import { PERMISSIONS, roleHas, type AccessMode, type Permission } from './permissions.ts';
 
 const VERSION = '0.1.0';
 
-/** GET /v1/me, GET /v1/health and key management for members (/v1/api-keys). */
-export function authRoutes(app: FastifyInstance, { db, config }: AppDeps): void {
+/** GET /v1/me, GET /v1/health, key management for members (/v1/api-keys) and the audit log. */
+export function authRoutes(app: FastifyInstance, { db, config, authenticator }: AppDeps): void {
   app.get('/me', { config: { auth: { anyKey: true } } }, async (request) => {
     const a = request.auth;
     return {
       data: {
         organization: { id: a.organizationId, name: a.organizationName, plan: a.plan, region: a.region, limits: config.plans[a.plan] },
-        member: { id: a.memberId, email: a.memberEmail, role: a.role },
-        api_key: { id: a.keyId, name: a.keyName, access_mode: a.accessMode, scopes: a.scopes, expires_at: a.expiresAt },
+        member: { id: a.memberId, email: a.memberEmail, role: a.memberRole },
+        // effective_role is what the permissions below come from: the owner's live role, lowered to
+        // the creator's when another member minted the key.
+        api_key: { id: a.keyId, name: a.keyName, access_mode: a.accessMode, scopes: a.scopes, expires_at: a.expiresAt, effective_role: a.role },
         permissions: (Object.keys(PERMISSIONS) as Permission[]).filter((p) => roleHas(a.role, p)),
       },
     };
@@ -69,11 +73,12 @@ export function authRoutes(app: FastifyInstance, { db, config }: AppDeps): void 
           tx,
           { memberId, name: body.name, accessMode: body.access_mode ?? 'full', scopes: body.scopes ?? [], expiresAt },
           { type: 'member', memberId: a.memberId },
-          a.organizationId,
+          { organizationId: a.organizationId, actorRole: a.role },
         ),
       );
       if (!result.ok) {
         if (result.reason === 'member_not_found') throw notFound(`Member ${memberId} not found.`);
+        if (result.reason === 'escalation') throw forbidden(result.message);
         throw badRequest(result.message);
       }
       return reply.status(201).send({ data: { ...presentApiKey(result.apiKey), key: result.key } });
@@ -89,7 +94,7 @@ export function authRoutes(app: FastifyInstance, { db, config }: AppDeps): void 
     async (request) => {
       const id = pathId(request.params.id, 'API key');
       const a = request.auth;
-      const result = await db.transaction((tx) =>
+      const result = await authenticator.commitChange((tx) =>
         updateApiKeyAccess(tx, id, { accessMode: request.body.access_mode, scopes: request.body.scopes ?? [] }, { type: 'member', memberId: a.memberId }, a.organizationId),
       );
       if (!result.ok) {
@@ -111,8 +116,21 @@ export function authRoutes(app: FastifyInstance, { db, config }: AppDeps): void 
       if (key.member_id !== a.memberId && !roleHas(a.role, 'api_keys.manage')) {
         throw forbidden(`Revoking other members' keys needs the permission api_keys.manage (role ${a.role} lacks it).`);
       }
-      await db.transaction((tx) => revokeApiKey(tx, id, { type: 'member', memberId: a.memberId }, a.organizationId));
+      await authenticator.commitChange((tx) => revokeApiKey(tx, id, { type: 'member', memberId: a.memberId }, a.organizationId));
       return reply.status(204).send();
+    },
+  );
+
+  // The organization's audit log: key creation and revocation, member and role changes.
+  app.get<{ Querystring: { limit: number; before?: string } }>(
+    '/audit-log',
+    {
+      config: { auth: { fullAccessOnly: true, permission: 'audit_log.view' } },
+      schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } },
+    },
+    async (request) => {
+      const { limit, before } = request.query;
+      return { data: toPage(await listAudit(db, request.auth.organizationId, limit + 1, before), limit) };
     },
   );
 }

@@ -18,6 +18,12 @@ const USAGE = `usage: weir admin <command> [options]   (--server URL, --token T 
   key revoke KEY_ID
   agent enroll ORG_ID --name NAME [--environment production|development]`;
 
+function parseActive(v: string | undefined): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'true' || v === 'false') return v === 'true';
+  throw new Error(`--active must be true or false, got "${v}"`);
+}
+
 interface Call {
   method: string;
   path: string;
@@ -39,7 +45,7 @@ function plan(positionals: string[], v: Record<string, string | undefined>): Cal
     case 'org get':
       return { method: 'GET', path: `/organizations/${need(id, 'ORG_ID')}` };
     case 'org set-plan':
-      return { method: 'PATCH', path: `/organizations/${need(id, 'ORG_ID')}`, body: { plan: v.plan } };
+      return { method: 'PATCH', path: `/organizations/${need(id, 'ORG_ID')}`, body: { plan: need(v.plan, '--plan') } };
     case 'org audit-log':
       return { method: 'GET', path: `/organizations/${need(id, 'ORG_ID')}/audit-log` };
     case 'member add':
@@ -50,7 +56,7 @@ function plan(positionals: string[], v: Record<string, string | undefined>): Cal
       return {
         method: 'PATCH',
         path: `/members/${need(id, 'MEMBER_ID')}`,
-        body: defined({ role: v.role, active: v.active === undefined ? undefined : v.active === 'true' }),
+        body: defined({ role: v.role, active: parseActive(v.active) }),
       };
     case 'key create': {
       const scopes = v.scopes?.split(',').map((s) => s.trim()).filter(Boolean);
@@ -72,28 +78,30 @@ function plan(positionals: string[], v: Record<string, string | undefined>): Cal
 }
 
 export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      server: { type: 'string' },
-      token: { type: 'string' },
-      name: { type: 'string' },
-      plan: { type: 'string' },
-      region: { type: 'string' },
-      email: { type: 'string' },
-      role: { type: 'string' },
-      password: { type: 'string' },
-      active: { type: 'string' },
-      scopes: { type: 'string' },
-      'expires-at': { type: 'string' },
-      environment: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  let values: Record<string, string | boolean | undefined>;
   let call: Call | string;
   try {
-    call = values.help ? USAGE : plan(positionals, values as Record<string, string | undefined>);
+    const parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        server: { type: 'string' },
+        token: { type: 'string' },
+        name: { type: 'string' },
+        plan: { type: 'string' },
+        region: { type: 'string' },
+        email: { type: 'string' },
+        role: { type: 'string' },
+        password: { type: 'string' },
+        active: { type: 'string' },
+        scopes: { type: 'string' },
+        'expires-at': { type: 'string' },
+        environment: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    values = parsed.values;
+    call = values.help ? USAGE : plan(parsed.positionals, values as Record<string, string | undefined>);
   } catch (err) {
     process.stderr.write(`weir admin: ${(err as Error).message}\n${USAGE}\n`);
     return 2;
@@ -102,17 +110,24 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
     process.stderr.write(call + '\n');
     return values.help ? 0 : 2;
   }
-  const server = (values.server ?? env.WEIR_PUBLIC_URL ?? `http://127.0.0.1:${env.WEIR_API_PORT ?? 8080}`).replace(/\/+$/, '');
-  const token = values.token ?? env.WEIR_ADMIN_TOKEN;
+  const server = String(values.server ?? env.WEIR_PUBLIC_URL ?? `http://127.0.0.1:${env.WEIR_API_PORT ?? 8080}`).replace(/\/+$/, '');
+  const token = (values.token as string | undefined) ?? env.WEIR_ADMIN_TOKEN;
   if (!token) {
     process.stderr.write('weir admin: set WEIR_ADMIN_TOKEN or pass --token\n');
     return 2;
   }
-  const res = await fetch(`${server}/admin/v1${call.path}`, {
-    method: call.method,
-    headers: { authorization: `Bearer ${token}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
-    body: call.body ? JSON.stringify(call.body) : undefined,
-  });
+  let res: Response;
+  try {
+    res = await fetch(`${server}/admin/v1${call.path}`, {
+      method: call.method,
+      headers: { authorization: `Bearer ${token}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
+      body: call.body ? JSON.stringify(call.body) : undefined,
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
+    process.stderr.write(`weir admin: cannot reach ${server}: ${cause}\n`);
+    return 1;
+  }
   const text = await res.text();
   process.stdout.write((text || `${res.status}`) + '\n');
   return res.ok ? 0 : 1;

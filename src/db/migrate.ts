@@ -14,28 +14,35 @@ export interface Migration {
 
 /** Numbered forward-only migrations: `0001_init.sql`, `0002_...sql`. */
 export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
-  return readdirSync(dir)
+  const migrations = readdirSync(dir)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
     .sort()
     .map((f) => ({ id: Number(f.slice(0, 4)), name: f, sql: readFileSync(dir + f, 'utf8') }));
+  // Two files with one number (branches merged side by side) would have the
+  // second silently skipped as "already applied": refuse to start instead.
+  for (let i = 1; i < migrations.length; i++) {
+    if (migrations[i].id === migrations[i - 1].id) {
+      throw new Error(`migrations ${migrations[i - 1].name} and ${migrations[i].name} share the number ${migrations[i].id}; renumber one`);
+    }
+  }
+  return migrations;
 }
 
 /**
  * Applies pending migrations, each in its own transaction. A transaction-level
  * advisory lock serialises nodes that start at the same moment: the second
  * waits, then sees the first one's rows in weir_migrations and skips them.
+ * The bookkeeping table is created under the same lock, since two concurrent
+ * `create table if not exists` can still collide in the catalog.
  */
 export async function migrate(db: Db, migrations = loadMigrations()): Promise<string[]> {
-  await db.exec(`create table if not exists weir_migrations (
-    id integer primary key,
-    name text not null,
-    applied_at timestamptz not null default now()
-  )`).catch(async (err) => {
-    // Two nodes racing on the very first create can collide on the catalog; the loser retries once.
-    await new Promise((r) => setTimeout(r, 200));
-    await db.exec('select 1 from weir_migrations limit 1').catch(() => {
-      throw err;
-    });
+  await db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await tx.exec(`create table if not exists weir_migrations (
+      id integer primary key,
+      name text not null,
+      applied_at timestamptz not null default now()
+    )`);
   });
   const applied: string[] = [];
   for (const m of migrations) {

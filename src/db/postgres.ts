@@ -21,10 +21,18 @@ interface Subscription {
   onReconnect?: () => void;
 }
 
+// A LISTEN connection that died without a FIN (a dropped NAT entry, a
+// pulled cable) would otherwise look alive until TCP gives up, minutes later,
+// while notifications silently stop: a cheap query every few seconds bounds that.
+const HEARTBEAT_MS = 5_000;
+const HEARTBEAT_TIMEOUT_MS = 5_000;
+
 /**
  * One dedicated connection carries every LISTEN of this process. When it
  * drops it is re-opened with backoff; subscribers are told through
- * onReconnect because anything notified in between is lost.
+ * onReconnect because anything notified in between is lost. onReconnect runs
+ * in the same tick as the connection is marked live again, so nobody sees
+ * `listening()` true before subscribers have dropped what they cached.
  */
 class Listener {
   private client: pg.Client | undefined;
@@ -33,6 +41,8 @@ class Listener {
   private closed = false;
   private connecting: Promise<void> | undefined;
   private retryMs = 100;
+  private everConnected = false;
+  private heartbeat: NodeJS.Timeout | undefined;
 
   constructor(private readonly connectionString: string, private readonly log: (msg: string, err?: unknown) => void) {}
 
@@ -42,8 +52,13 @@ class Listener {
 
   async add(sub: Subscription): Promise<() => Promise<void>> {
     this.subs.add(sub);
-    await this.ensure();
-    await this.client?.query(`LISTEN ${quoteIdent(sub.channel)}`);
+    try {
+      await this.ensure();
+      await this.client?.query(`LISTEN ${quoteIdent(sub.channel)}`);
+    } catch (err) {
+      this.subs.delete(sub);
+      throw err;
+    }
     return async () => {
       this.subs.delete(sub);
       const stillUsed = [...this.subs].some((s) => s.channel === sub.channel);
@@ -60,49 +75,80 @@ class Listener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString });
+    const client = new pg.Client({ connectionString: this.connectionString, keepAlive: true });
     client.on('notification', (msg) => {
       for (const s of this.subs) if (s.channel === msg.channel) s.onNotify(msg.payload ?? '');
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
-    await client.connect();
-    for (const ch of new Set([...this.subs].map((s) => s.channel))) await client.query(`LISTEN ${quoteIdent(ch)}`);
+    try {
+      await client.connect();
+      for (const ch of new Set([...this.subs].map((s) => s.channel))) await client.query(`LISTEN ${quoteIdent(ch)}`);
+    } catch (err) {
+      client.removeAllListeners('end');
+      client.on('error', () => {});
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     this.connected = true;
     this.retryMs = 100;
+    this.startHeartbeat(client);
+    if (this.everConnected) {
+      this.log('listen connection re-established');
+      for (const s of this.subs) s.onReconnect?.();
+    }
+    this.everConnected = true;
+  }
+
+  private startHeartbeat(client: pg.Client): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('listen connection heartbeat timed out')), HEARTBEAT_TIMEOUT_MS);
+      });
+      Promise.race([client.query('select 1'), timeout])
+        .catch((err) => this.lost(client, err))
+        .finally(() => clearTimeout(timer));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
   }
 
   private lost(client: pg.Client, err?: unknown): void {
     if (this.client !== client || this.closed) return;
     this.connected = false;
     this.client = undefined;
+    clearInterval(this.heartbeat);
     this.log('listen connection lost; reconnecting', err);
     client.removeAllListeners('end');
+    client.on('error', () => {});
     client.end().catch(() => {});
     const retry = () => {
       if (this.closed) return;
-      this.ensure().then(
-        () => {
-          for (const s of this.subs) s.onReconnect?.();
-        },
-        (e) => {
-          this.log('listen reconnect failed', e);
-          this.retryMs = Math.min(this.retryMs * 2, 5000);
-          setTimeout(retry, this.retryMs).unref();
-        },
-      );
+      this.ensure().catch((e) => {
+        this.log('listen reconnect failed', e);
+        this.retryMs = Math.min(this.retryMs * 2, 5000);
+        setTimeout(retry, this.retryMs).unref();
+      });
     };
     setTimeout(retry, this.retryMs).unref();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.heartbeat);
     const c = this.client;
     this.client = undefined;
     this.connected = false;
     if (c) {
       c.removeAllListeners('end');
+      c.on('error', () => {});
       await c.end().catch(() => {});
     }
   }
@@ -129,17 +175,22 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
     ...wrap(pool),
     async transaction(fn) {
       const client = await pool.connect();
+      let result;
       try {
         await client.query('BEGIN');
-        const result = await fn(wrap(client));
+        result = await fn(wrap(client));
         await client.query('COMMIT');
-        return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A connection that cannot even roll back is broken: destroy it rather than pool it.
+        const broken = await client.query('ROLLBACK').then(
+          () => false,
+          () => true,
+        );
+        client.release(broken);
         throw err;
-      } finally {
-        client.release();
       }
+      client.release();
+      return result;
     },
     listen: (channel, onNotify, onReconnect) => listener.add({ channel, onNotify, onReconnect }),
     listening: () => listener.isConnected(),

@@ -9,9 +9,11 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   not_implemented: 501,
   internal_error: 500,
   service_unavailable: 503,
@@ -40,6 +42,7 @@ export const forbidden = make('forbidden');
 export const notFound = make('not_found');
 export const conflict = make('conflict');
 export const notImplemented = make('not_implemented');
+export const serviceUnavailable = make('service_unavailable');
 /**
  * plan_limit is the one code with two statuses, as the specification fixes:
  * 429 when creating an endpoint beyond the plan, 403 for everything else.

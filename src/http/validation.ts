@@ -17,7 +17,11 @@ const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query p
 
 /** One readable sentence for the first validation error, naming the field. */
 export function describeValidationError(errors: ErrorObject[], context: string): string {
-  const e = errors[0];
+  const sentence = describe(errors[0], context);
+  return sentence.charAt(0).toUpperCase() + sentence.slice(1);
+}
+
+function describe(e: ErrorObject | undefined, context: string): string {
   if (!e) return 'The request is invalid.';
   const where = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
   const part = PART_NAMES[context] ?? context;

@@ -2,7 +2,7 @@ import { notify, sqlState, UNIQUE_VIOLATION, type Queryable } from '../db/db.ts'
 import { newId } from '../db/ids.ts';
 import { AUTH_CHANNEL } from '../auth/authenticate.ts';
 import { recordAudit, type Actor } from '../auth/audit.ts';
-import type { Role } from '../auth/permissions.ts';
+import { outranks, type Role } from '../auth/permissions.ts';
 import { hashPassword } from './passwords.ts';
 
 export interface Member {
@@ -52,24 +52,71 @@ export async function getMember(db: Queryable, id: string, organizationId?: stri
   return rows[0];
 }
 
-export async function listMembers(db: Queryable, organizationId: string): Promise<Member[]> {
-  const { rows } = await db.query<Member>(`select ${COLUMNS} from members where organization_id = $1::uuid order by id`, [organizationId]);
+/** Newest first, paged by id (ids are time-ordered); pass limit + 1 to learn whether there is more. */
+export async function listMembers(db: Queryable, organizationId: string, limit: number, before?: string): Promise<Member[]> {
+  const { rows } = await db.query<Member>(
+    `select ${COLUMNS} from members
+      where organization_id = $1::uuid and ($2::uuid is null or id < $2::uuid)
+      order by id desc limit $3`,
+    [organizationId, before ?? null, limit],
+  );
   return rows;
 }
 
+/** Whether a member of role `actor` may give someone role `role`: never above their own. */
+export function mayGrantRole(actor: Role, role: Role): boolean {
+  return !outranks(role, actor);
+}
+
+export type UpdateMemberResult =
+  | { ok: true; member: Member }
+  | { ok: false; reason: 'not_found' }
+  /** The acting member would grant a role above their own, or touch a member who outranks them. */
+  | { ok: false; reason: 'escalation'; message: string }
+  /** The change would leave the organization without an active super_admin. */
+  | { ok: false; reason: 'last_super_admin' };
+
 /**
- * Changes a member's role or active flag. Their keys follow at once: every
- * node drops its cached auth contexts on the NOTIFY sent with the commit.
+ * Changes a member's role or active flag; run it in a transaction. Their keys
+ * follow at once: every node drops its cached auth contexts on the NOTIFY
+ * sent with the commit. `actorRole` is the acting member's live role (absent
+ * for the operator): members cannot raise anyone above themselves. Nobody
+ * may demote or deactivate the last active super_admin, or the organization
+ * could never again invite or manage anyone.
  */
 export async function updateMember(
   db: Queryable,
   id: string,
   patch: { role?: Role; active?: boolean },
   actor: Actor,
-  organizationId?: string,
-): Promise<Member | undefined> {
-  const before = await getMember(db, id, organizationId);
-  if (!before) return undefined;
+  opts: { organizationId?: string; actorRole?: Role } = {},
+): Promise<UpdateMemberResult> {
+  const found = await getMember(db, id, opts.organizationId);
+  if (!found) return { ok: false, reason: 'not_found' };
+  // Locking the organization row serialises member changes within it, so two
+  // super_admins demoting each other at once cannot both see the other one
+  // still standing; the member is read again under the lock.
+  await db.query('select 1 from organizations where id = $1::uuid for update', [found.organization_id]);
+  const before = (await getMember(db, id)) ?? found;
+  const { actorRole } = opts;
+  if (actorRole !== undefined) {
+    if (outranks(before.role, actorRole)) {
+      return { ok: false, reason: 'escalation', message: `A ${actorRole} cannot change a ${before.role}.` };
+    }
+    if (patch.role !== undefined && !mayGrantRole(actorRole, patch.role)) {
+      return { ok: false, reason: 'escalation', message: `A ${actorRole} cannot grant the role ${patch.role}.` };
+    }
+  }
+  const losesSuperAdmin =
+    before.role === 'super_admin' && before.active && ((patch.role !== undefined && patch.role !== 'super_admin') || patch.active === false);
+  if (losesSuperAdmin) {
+    const { rows } = await db.query<{ n: number }>(
+      `select count(*)::int as n from members
+        where organization_id = $1::uuid and role = 'super_admin' and active and id <> $2::uuid`,
+      [before.organization_id, id],
+    );
+    if (rows[0].n === 0) return { ok: false, reason: 'last_super_admin' };
+  }
   const { rows } = await db.query<Member>(
     `update members set role = coalesce($2, role), active = coalesce($3, active), updated_at = now()
       where id = $1::uuid returning ${COLUMNS}`,
@@ -83,5 +130,5 @@ export async function updateMember(
     await recordAudit(db, after.organization_id, actor, after.active ? 'member.reactivated' : 'member.deactivated', { type: 'member', id, name: after.email });
   }
   await notify(db, AUTH_CHANNEL, `member:${id}`);
-  return after;
+  return { ok: true, member: after };
 }
