@@ -5,9 +5,10 @@ import { deliveryRoutes } from './delivery/routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
 import type { RouteModule } from './http/app.ts';
 import { memberRoutes } from './orgs/routes.ts';
+import { requestRoutes } from './requests/routes.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
-  v1: [authRoutes, memberRoutes, endpointRoutes, destinationRoutes, deliveryRoutes],
+  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes],
   root: [adminRoutes],
 };

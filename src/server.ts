@@ -8,6 +8,7 @@ import { startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
 import { startIngest } from './ingest/server.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
+import { startCaptureMaintenance } from './requests/retention.ts';
 import { routeModules } from './routes.ts';
 
 export interface RunningWeir {
@@ -37,6 +38,10 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
     const bootstrap = await bootstrapIfEmpty(db, config.region);
+    // Capture partitions for the coming days exist before ingestion opens;
+    // retention sweeps then run in the background (src/requests/retention.ts).
+    const maintenance = await startCaptureMaintenance({ db, config, logger });
+    started.push(() => maintenance.stop());
     const authenticator = new Authenticator(db);
     await authenticator.start();
     started.push(() => authenticator.stop());
@@ -69,6 +74,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
           await Promise.all([app.close(), ingest.close()]);
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();
+          await maintenance.stop();
           await authenticator.stop();
           await db.close();
         })();

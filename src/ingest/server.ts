@@ -1,12 +1,24 @@
-import http from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import { newId } from '../db/ids.ts';
+import { idTime } from '../requests/capture-ids.ts';
+import { CaptureBatcher } from './batcher.ts';
+import { EndpointCache } from './endpoint-cache.ts';
+import { headerPairs, headerValues, parseTarget, readBody } from './request-parts.ts';
+import { sourceAddress, trustedProxies } from './source-ip.ts';
 
 export interface IngestDeps {
   db: Db;
   config: Config;
   logger: Logger;
+}
+
+/** Knobs tests turn; production uses the defaults. */
+export interface IngestOptions {
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
 }
 
 export interface IngestListener {
@@ -15,20 +27,154 @@ export interface IngestListener {
   close(): Promise<void>;
 }
 
-/** The public ingestion listener. Capture is not wired yet: every path answers 404. */
-export async function startIngest(deps: IngestDeps, port: number): Promise<IngestListener> {
-  const server = http.createServer((req, res) => {
-    res.writeHead(404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: 'not found' }));
-  });
+// Slow clients: the headers must arrive within 10 s and the whole request
+// (a 10 MiB body on a slow link included) within 60 s; Node checks every
+// second instead of its default 30 s, so an idle connection is not held long.
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+// Bodies being received or waiting for their commit, all requests together:
+// past this, new requests get 503 instead of growing the heap without bound.
+const MAX_BUFFERED_BYTES = 512 * 1024 * 1024;
+const PAUSED = 'endpoint paused';
+
+/**
+ * The public ingestion listener: plain node:http, because it is the hot path
+ * and Fastify's routing, hooks and serialisation buy nothing for one route.
+ *
+ * /h/{slug}[/anything][?query] with any method and no key is captured; every
+ * other target is 404. Answers are JSON: 200 {request_id} only once the
+ * capture is committed; otherwise {error: "<text>"} (a string, as the
+ * specification fixes for 423) with 404, 413, 423 or 503.
+ */
+export async function startIngest(deps: IngestDeps, port: number, opts: IngestOptions = {}): Promise<IngestListener> {
+  const { db, config, logger } = deps;
+  const cache = new EndpointCache(db);
+  await cache.start();
+  const batcher = new CaptureBatcher(
+    db,
+    { batchMs: config.captureBatchMs, maxInFlight: db.kind === 'pglite' ? 1 : Math.max(1, Math.floor(config.dbPoolSize / 2)) },
+    logger,
+  );
+  const proxies = trustedProxies(config.trustedProxies);
+  let buffered = 0;
+
+  async function handle(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> {
+    req.on('error', () => {});
+    res.on('error', () => {});
+    const target = parseTarget(req.url);
+    if (!target) return reply(req, res, 404, { error: 'not found: ingestion URLs are /h/{slug}' });
+    const declared = req.headers['content-length'] === undefined ? 0 : Number(req.headers['content-length']);
+    if (declared > config.maxBodyBytes) return reply(req, res, 413, { error: `body larger than ${config.maxBodyBytes} bytes` });
+    if (buffered + declared > MAX_BUFFERED_BYTES) return reply(req, res, 503, { error: 'too many requests in progress, retry shortly' }, { 'retry-after': '1' });
+    let endpoint = await cache.lookup(target.slug);
+    // A cached "paused" is confirmed before refusing, so an unpause counts at
+    // once; a stale "active" is caught by the capture transaction itself.
+    if (endpoint?.paused) endpoint = await cache.lookup(target.slug, { fresh: true });
+    if (!endpoint) return reply(req, res, 404, { error: 'endpoint not found' });
+    if (endpoint.paused) return reply(req, res, 423, { error: PAUSED });
+
+    if (expectsContinue) res.writeContinue();
+    buffered += declared;
+    let held = declared;
+    try {
+      const body = await readBody(req, config.maxBodyBytes);
+      if (!body.ok) {
+        if (body.reason === 'too_large') reply(req, res, 413, { error: `body larger than ${config.maxBodyBytes} bytes` });
+        return;
+      }
+      buffered += body.body.length - held;
+      held = body.body.length;
+      // The id's millisecond is received_at, so the id names its partition.
+      const id = newId(Date.now());
+      const raw = req.rawHeaders;
+      const outcome = await batcher.submit({
+        id,
+        organization_id: endpoint.organization_id,
+        endpoint_id: endpoint.id,
+        received_at: new Date(idTime(id)),
+        method: req.method ?? 'GET',
+        path: target.path,
+        query: target.query,
+        headers: headerPairs(raw),
+        body: body.body,
+        body_size: body.body.length,
+        content_type: headerValues(raw, 'content-type')[0] ?? null,
+        source_ip: sourceAddress(req.socket.remoteAddress, proxies ? headerValues(raw, 'x-forwarded-for') : [], proxies),
+      });
+      if (outcome === 'stored') return reply(req, res, 200, { request_id: id });
+      if (outcome === 'endpoint_gone') return reply(req, res, 404, { error: 'endpoint not found' });
+      if (outcome === 'endpoint_paused') return reply(req, res, 423, { error: PAUSED });
+      return reply(req, res, 503, { error: 'capture temporarily unavailable, retry shortly' }, { 'retry-after': '1' });
+    } finally {
+      buffered -= held;
+    }
+  }
+
+  const onRequest = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res, expectsContinue).catch((err) => {
+      logger.error({ err }, 'ingest request failed');
+      if (!res.headersSent) reply(req, res, 503, { error: 'capture temporarily unavailable, retry shortly' }, { 'retry-after': '1' });
+      else res.destroy();
+    });
+  };
+
+  const server = http.createServer(
+    {
+      headersTimeout: opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      requestTimeout: opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1_000, opts.headersTimeoutMs ?? 1_000),
+    },
+    onRequest(false),
+  );
+  // Expect: 100-continue is answered only once the slug, pause state and
+  // declared size are known to be fine, so a refused sender never uploads.
+  server.on('checkContinue', onRequest(true));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, deps.config.host, () => resolve());
+    server.listen(port, config.host, () => resolve());
   });
   const bound = (server.address() as { port: number }).port;
+
+  let closing: Promise<void> | undefined;
   return {
     server,
     port: bound,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close() {
+      closing ??= (async () => {
+        // Stop accepting, let requests in progress finish (their captures
+        // commit and are acknowledged), then drop the stragglers.
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const force = setTimeout(() => server.closeAllConnections(), 5_000);
+        await stopped;
+        clearTimeout(force);
+        await batcher.close();
+        await cache.stop();
+      })();
+      return closing;
+    },
   };
+}
+
+/**
+ * Writes a small JSON answer. When the request body was not read (refused
+ * early or too large) the connection is closed after the answer instead of
+ * draining an upload we do not want; the short delay lets the client read
+ * the answer before the socket goes.
+ */
+function reply(req: IncomingMessage, res: ServerResponse, status: number, body: object, extra: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const payload = JSON.stringify(body);
+  const unread = !req.complete && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(payload),
+    'cache-control': 'no-store',
+    ...(unread ? { connection: 'close' } : {}),
+    ...extra,
+  });
+  res.end(payload);
+  if (unread) res.once('finish', () => setTimeout(() => req.socket?.destroy(), 250).unref());
 }

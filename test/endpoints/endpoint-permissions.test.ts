@@ -89,7 +89,7 @@ describe('scopes (custom keys of an admin)', () => {
 });
 
 test('no key, or a bad key, answers 401 unauthorized', async () => {
-  for (const headers of [{}, { authorization: 'Bearer nope' }]) {
+  for (const headers of [{}, { authorization: 'Bearer nope' }] as Record<string, string>[]) {
     const r = await call(api.app, 'GET', '/v1/endpoints', { headers });
     assert.equal(r.status, 401);
     assert.equal(r.json.error.code, 'unauthorized');

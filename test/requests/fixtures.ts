@@ -1,0 +1,42 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../src/db/db.ts';
+import { newId } from '../../src/db/ids.ts';
+import { idFloor, idTime } from '../../src/requests/capture-ids.ts';
+import { insertCaptures, type Capture } from '../../src/requests/captures.ts';
+
+/**
+ * A UUIDv7 of exactly millisecond `ms` (newId() never goes back in time, so
+ * it cannot make ids for the past that tests of time filters and retention need).
+ */
+export function idAt(ms: number): string {
+  const floor = idFloor(ms).replace(/-/g, '');
+  const rand = randomBytes(10).toString('hex');
+  const hex = floor.slice(0, 12) + '7' + rand.slice(0, 3) + ((parseInt(rand[3], 16) & 0x3) | 0x8).toString(16) + rand.slice(4, 19);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+export type CaptureSpec = Partial<Capture> & { at?: number };
+
+/** Stores captures directly (not through HTTP), each at its `at` millisecond, oldest given first. */
+export async function storeCaptures(db: Db, e: { id: string; organization_id: string }, items: CaptureSpec[]): Promise<Capture[]> {
+  const caps = items.map((it) => {
+    const id = it.at === undefined ? newId() : idAt(it.at);
+    const body = it.body ?? Buffer.from('{}');
+    return {
+      id,
+      organization_id: e.organization_id,
+      endpoint_id: e.id,
+      received_at: new Date(idTime(id)),
+      method: it.method ?? 'POST',
+      path: it.path ?? '',
+      query: it.query ?? '',
+      headers: it.headers ?? [['Content-Type', 'application/json']],
+      body,
+      body_size: body.length,
+      content_type: it.content_type === undefined ? 'application/json' : it.content_type,
+      source_ip: '192.0.2.1',
+    } satisfies Capture;
+  });
+  await db.transaction((tx) => insertCaptures(tx, caps));
+  return caps;
+}
