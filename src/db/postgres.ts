@@ -179,7 +179,13 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       try {
         await client.query('BEGIN');
         result = await fn(wrap(client));
-        await client.query('COMMIT');
+        // PostgreSQL answers COMMIT of a transaction in which a statement
+        // failed (and the error was caught) with a silent ROLLBACK. Throw, as
+        // PGlite does, rather than report writes that never happened.
+        const commit = await client.query('COMMIT');
+        if (commit.command === 'ROLLBACK') {
+          throw Object.assign(new Error('Transaction was rolled back instead of committed: a statement in it failed'), { code: '25P02' });
+        }
       } catch (err) {
         // A connection that cannot even roll back is broken: destroy it rather than pool it.
         const broken = await client.query('ROLLBACK').then(

@@ -8,7 +8,8 @@ import { forbidden, unauthorized } from './errors.ts';
  * (`config: { auth: {...} }`) and enforced by one hook:
  * - `scopes`: every listed scope must be granted to a custom-scope key
  *   (full-access keys skip the scope check, as the specification says);
- * - `permission`: the key creator's live role must hold it;
+ * - `permission`: the key's live role must hold it (its owner's role, lowered
+ *   to its creator's when another member minted it: see Authenticator);
  * - `fullAccessOnly`: key management is closed to custom-scope keys;
  * - `anyKey`: any valid key, no scope (GET /v1/me, GET /v1/health).
  * A route that declares nothing is refused: the default is closed.
@@ -37,7 +38,7 @@ export function authorizationProblem(ctx: AuthContext, rule: RouteAuth | undefin
     if (missing.length > 0) return `This key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`;
   }
   if (rule.permission && !roleHas(ctx.role, rule.permission)) {
-    return `The key's creator (role ${ctx.role}) lacks the permission ${rule.permission}.`;
+    return `This key acts with the role ${ctx.role}, which lacks the permission ${rule.permission}.`;
   }
   return undefined;
 }

@@ -1,4 +1,4 @@
-import { notify, sqlState, UNIQUE_VIOLATION, type Queryable } from '../db/db.ts';
+import { notify, type Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { AUTH_CHANNEL } from '../auth/authenticate.ts';
 import { recordAudit, type Actor } from '../auth/audit.ts';
@@ -30,18 +30,19 @@ export async function createMember(
   actor: Actor,
 ): Promise<CreateMemberResult> {
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
-  try {
-    const { rows } = await db.query<Member>(
-      `insert into members (id, organization_id, email, role, password_hash)
-       values ($1::uuid, $2::uuid, $3, $4, $5) returning ${COLUMNS}`,
-      [newId(), input.organizationId, input.email, input.role, passwordHash],
-    );
-    await recordAudit(db, input.organizationId, actor, 'member.created', { type: 'member', id: rows[0].id, name: input.email }, { role: input.role });
-    return { ok: true, member: rows[0] };
-  } catch (err) {
-    if (sqlState(err) === UNIQUE_VIOLATION) return { ok: false, reason: 'email_taken' };
-    throw err;
-  }
+  // ON CONFLICT rather than catching the unique violation: an error inside
+  // the caller's transaction would abort all of it.
+  const { rows } = await db.query<Member>(
+    `insert into members (id, organization_id, email, role, password_hash)
+     values ($1::uuid, $2::uuid, $3, $4, $5)
+     on conflict (organization_id, lower(email)) do nothing
+     returning ${COLUMNS}`,
+    [newId(), input.organizationId, input.email, input.role, passwordHash],
+  );
+  const member = rows[0];
+  if (!member) return { ok: false, reason: 'email_taken' };
+  await recordAudit(db, input.organizationId, actor, 'member.created', { type: 'member', id: member.id, name: input.email }, { role: input.role });
+  return { ok: true, member };
 }
 
 export async function getMember(db: Queryable, id: string, organizationId?: string): Promise<Member | undefined> {
