@@ -1,8 +1,7 @@
-import { runAdmin } from './cli/admin.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { migrate } from './db/migrate.ts';
-import { openDb } from './db/open.ts';
-import { startWeir } from './server.ts';
+
+// Each command loads only what it runs: `weir admin` is a small HTTP client
+// and need not pay for loading the server, the database drivers and Fastify.
 
 const USAGE = `usage: weir <command>
   serve     start a Weir node (API, dashboard and ingest listeners)
@@ -23,6 +22,7 @@ function configOrExit() {
 
 async function serve(): Promise<void> {
   const config = configOrExit();
+  const { startWeir } = await import('./server.ts');
   const weir = await startWeir(config);
   const lines = [
     `Weir is running (database: ${weir.db.kind === 'postgres' ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}).`,
@@ -58,6 +58,7 @@ async function serve(): Promise<void> {
 
 async function migrateOnly(): Promise<void> {
   const config = configOrExit();
+  const [{ migrate }, { openDb }] = await Promise.all([import('./db/migrate.ts'), import('./db/open.ts')]);
   const db = await openDb(config, (msg) => process.stderr.write(msg + '\n'));
   try {
     const applied = await migrate(db);
@@ -76,9 +77,11 @@ try {
     case 'migrate':
       await migrateOnly();
       break;
-    case 'admin':
+    case 'admin': {
+      const { runAdmin } = await import('./cli/admin.ts');
       process.exitCode = await runAdmin(rest, process.env);
       break;
+    }
     default:
       process.stderr.write(USAGE + '\n');
       process.exitCode = command === undefined || command === '--help' || command === '-h' ? 0 : 2;

@@ -25,6 +25,7 @@ interface Subscription {
 // pulled cable) would otherwise look alive until TCP gives up, minutes later,
 // while notifications silently stop: a cheap query every few seconds bounds that.
 const HEARTBEAT_MS = 5_000;
+export const LISTENER_APPLICATION_NAME = 'weir listen';
 const HEARTBEAT_TIMEOUT_MS = 5_000;
 
 /**
@@ -75,7 +76,8 @@ class Listener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, keepAlive: true });
+    // Named, so an operator (or a test) can tell it apart in pg_stat_activity.
+    const client = new pg.Client({ connectionString: this.connectionString, keepAlive: true, application_name: LISTENER_APPLICATION_NAME });
     client.on('notification', (msg) => {
       for (const s of this.subs) if (s.channel === msg.channel) s.onNotify(msg.payload ?? '');
     });
