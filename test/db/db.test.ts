@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { asBuffer, notify, sqlState } from '../../src/db/db.ts';
+import { newId, isUuid } from '../../src/db/ids.ts';
+import { openTestDb, type TestDb } from '../helpers/db.ts';
+
+// The Db contract, on whichever adapter this run uses (PGlite, or PostgreSQL with DATABASE_URL).
+
+let tdb: TestDb;
+
+before(async () => {
+  tdb = await openTestDb();
+  await tdb.db.exec('create table if not exists db_test (id int primary key, v text, b bytea)');
+});
+
+after(async () => {
+  await tdb.close();
+});
+
+const until = async (cond: () => boolean, ms = 2000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe('queries', () => {
+  it('binds parameters and returns rows and row counts', async () => {
+    await tdb.db.query('delete from db_test');
+    const ins = await tdb.db.query('insert into db_test (id, v) values ($1, $2), ($3, $4)', [1, "o'brien", 2, null]);
+    assert.equal(ins.rowCount, 2);
+    const { rows } = await tdb.db.query<{ id: number; v: string | null }>('select id, v from db_test order by id');
+    assert.deepEqual(rows, [{ id: 1, v: "o'brien" }, { id: 2, v: null }]);
+  });
+
+  it('returns bytea as a Buffer, byte for byte', async () => {
+    const bytes = Buffer.from([0, 255, 1, 128, 10, 13]);
+    await tdb.db.query('insert into db_test (id, b) values (10, $1)', [bytes]);
+    const { rows } = await tdb.db.query<{ b: Buffer }>('select b from db_test where id = 10');
+    assert.ok(Buffer.isBuffer(rows[0].b));
+    assert.deepEqual(rows[0].b, bytes);
+    assert.deepEqual(asBuffer(new Uint8Array([1, 2])), Buffer.from([1, 2]));
+  });
+
+  it('reports SQLSTATE codes of driver errors', async () => {
+    const err = await tdb.db.query('insert into db_test (id) values (1)').catch((e) => e);
+    assert.equal(sqlState(err), '23505');
+    assert.equal(sqlState(new Error('x')), undefined);
+  });
+});
+
+describe('transactions', () => {
+  it('commits when the function resolves', async () => {
+    const n = await tdb.db.transaction(async (tx) => {
+      await tx.query('insert into db_test (id, v) values (20, $1)', ['committed']);
+      return 7;
+    });
+    assert.equal(n, 7);
+    assert.equal((await tdb.db.query('select 1 from db_test where id = 20')).rows.length, 1);
+  });
+
+  it('rolls back when the function throws, and rethrows', async () => {
+    await assert.rejects(
+      tdb.db.transaction(async (tx) => {
+        await tx.query('insert into db_test (id) values (21)');
+        throw new Error('changed my mind');
+      }),
+      /changed my mind/,
+    );
+    assert.equal((await tdb.db.query('select 1 from db_test where id = 21')).rows.length, 0);
+  });
+
+  it('refuses to report a transaction as committed when a statement in it failed, even if the error was caught', async () => {
+    const err = await tdb.db
+      .transaction(async (tx) => {
+        await tx.query('insert into db_test (id) values (22)');
+        await tx.query('insert into db_test (id) values (22)').catch(() => {});
+        return 'looks fine';
+      })
+      .catch((e) => e);
+    assert.ok(err instanceof Error, 'the transaction throws');
+    assert.equal(sqlState(err), '25P02');
+    assert.equal((await tdb.db.query('select 1 from db_test where id = 22')).rows.length, 0);
+  });
+
+  it('keeps the database usable after a failed transaction', async () => {
+    await assert.rejects(tdb.db.transaction((tx) => tx.query('select * from no_such_table')));
+    assert.equal((await tdb.db.query<{ one: number }>('select 1 as one')).rows[0].one, 1);
+  });
+});
+
+describe('LISTEN/NOTIFY', () => {
+  it('delivers a notification sent inside a transaction on commit, and none on rollback', async () => {
+    const got: string[] = [];
+    const unlisten = await tdb.db.listen('db_test_channel', (p) => got.push(p));
+    try {
+      await assert.rejects(
+        tdb.db.transaction(async (tx) => {
+          await notify(tx, 'db_test_channel', 'rolled back');
+          throw new Error('no');
+        }),
+      );
+      await tdb.db.transaction(async (tx) => {
+        await notify(tx, 'db_test_channel', 'first');
+        await notify(tx, 'db_test_channel', 'second');
+      });
+      await until(() => got.length >= 2);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(got, ['first', 'second']);
+      assert.equal(tdb.db.listening(), true);
+    } finally {
+      await unlisten();
+    }
+  });
+
+  it('stops delivering after unlisten, and keeps other subscribers of the channel', async () => {
+    const a: string[] = [];
+    const b: string[] = [];
+    const unA = await tdb.db.listen('db_test_two', (p) => a.push(p));
+    const unB = await tdb.db.listen('db_test_two', (p) => b.push(p));
+    await notify(tdb.db, 'db_test_two', '1');
+    await until(() => a.length === 1 && b.length === 1);
+    await unA();
+    await notify(tdb.db, 'db_test_two', '2');
+    await until(() => b.length === 2);
+    assert.deepEqual(a, ['1']);
+    await unB();
+  });
+});
+
+describe('ids', () => {
+  it('makes UUIDv7s that sort by creation time', () => {
+    const ids = Array.from({ length: 5000 }, () => newId());
+    assert.ok(ids.every(isUuid));
+    assert.ok(ids.every((id) => id[14] === '7'));
+    assert.deepEqual([...ids].sort(), ids);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+});
