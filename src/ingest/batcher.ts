@@ -52,6 +52,8 @@ export class CaptureBatcher {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private idle: (() => void) | undefined;
+  /** Counters for operators and the benchmark: batches committed and captures in them. */
+  readonly stats = { batches: 0, captures: 0 };
   private readonly maxBatchRows: number;
   private readonly maxBatchBytes: number;
   private readonly maxQueuedRows: number;
@@ -131,6 +133,8 @@ export class CaptureBatcher {
   private async flush(batch: Pending[]): Promise<void> {
     try {
       const outcomes = await this.db.transaction((tx) => commitCaptures(tx, batch.map((p) => p.capture)));
+      this.stats.batches++;
+      this.stats.captures += batch.length;
       batch.forEach((p, i) => p.resolve(outcomes[i]));
     } catch (err) {
       // A data or constraint error is about some row, not the database: retry
@@ -148,38 +152,29 @@ export class CaptureBatcher {
 }
 
 /**
- * The capture transaction: lock the batch's endpoints, insert the captures
- * of those still there and not paused, then enqueue their deliveries in the
- * same transaction (src/delivery/enqueue.ts), so a capture never commits
- * without them.
- *
- * Reading paused here, not only from the ingest cache, is what makes a pause
- * or a delete take effect at once on every node: whatever commits after the
- * PATCH or DELETE committed sees it, whatever the caches still say.
- * FOR KEY SHARE keeps each endpoint from being deleted until we commit (an
- * edit such as pausing is not blocked). SKIP LOCKED keeps a slow delete of an
- * endpoint with a million captures from stalling everyone else's batch: its
- * captures are left out and answered 503, or 404 once the delete committed.
+ * The capture transaction: insert the captures whose endpoint is still there
+ * and not paused (insertCaptures checks and locks the endpoints in the same
+ * statement), then enqueue their deliveries in the same transaction
+ * (src/delivery/enqueue.ts), so a capture never commits without them.
  */
 export async function commitCaptures(tx: Queryable, captures: readonly Capture[]): Promise<StoreOutcome[]> {
-  const endpointIds = [...new Set(captures.map((c) => c.endpoint_id))];
-  const { rows } = await tx.query<{ id: string; paused: boolean }>(
-    'select id, paused from endpoints where id = any($1::uuid[]) for key share skip locked',
-    [endpointIds],
-  );
-  const state = new Map<string, StoreOutcome>(rows.map((r) => [r.id, r.paused ? 'endpoint_paused' : 'stored']));
-  if (rows.length < endpointIds.length) {
-    const missing = endpointIds.filter((id) => !state.has(id));
-    const { rows: existing } = await tx.query<{ id: string }>('select id from endpoints where id = any($1::uuid[])', [missing]);
-    for (const id of missing) state.set(id, 'endpoint_gone');
-    for (const r of existing) state.set(r.id, 'endpoint_busy');
+  const live = await insertCaptures(tx, captures);
+  const outcome = (endpointId: string): StoreOutcome | undefined => {
+    const e = live.get(endpointId);
+    return e === undefined ? undefined : e.paused ? 'endpoint_paused' : 'stored';
+  };
+  const missing = [...new Set(captures.map((c) => c.endpoint_id))].filter((id) => !live.has(id));
+  let busy = new Set<string>();
+  if (missing.length > 0) {
+    // Absent from the locked read: deleted (404), or locked by a delete still
+    // running (503, the sender retries and then gets the right answer).
+    const { rows } = await tx.query<{ id: string }>('select id from endpoints where id = any($1::uuid[])', [missing]);
+    busy = new Set(rows.map((r) => r.id));
   }
-  const outcomes = captures.map((c) => state.get(c.endpoint_id) ?? 'endpoint_gone');
-  const storable = captures.filter((_, i) => outcomes[i] === 'stored');
-  await insertCaptures(tx, storable);
+  const outcomes = captures.map((c) => outcome(c.endpoint_id) ?? (busy.has(c.endpoint_id) ? 'endpoint_busy' : 'endpoint_gone'));
   await enqueueDeliveries(
     tx,
-    storable.map((c) => ({ id: c.id, organizationId: c.organization_id, endpointId: c.endpoint_id, receivedAt: c.received_at })),
+    captures.filter((_, i) => outcomes[i] === 'stored').map((c) => ({ id: c.id, organizationId: c.organization_id, endpointId: c.endpoint_id, receivedAt: c.received_at })),
   );
   return outcomes;
 }

@@ -24,6 +24,8 @@ export interface IngestOptions {
 export interface IngestListener {
   server: http.Server;
   port: number;
+  /** Batches committed and the captures they held, since start. */
+  stats(): { batches: number; captures: number };
   close(): Promise<void>;
 }
 
@@ -141,6 +143,7 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
   return {
     server,
     port: bound,
+    stats: () => ({ ...batcher.stats }),
     close() {
       closing ??= (async () => {
         // Stop accepting, let requests in progress finish (their captures

@@ -1,0 +1,213 @@
+// Ingest benchmark: captures per second of Weir (on PostgreSQL and on PGlite)
+// as a ratio of a bare node:http server's requests per second, all measured
+// in this one run with the same load generator, payload and connections.
+//
+//   npm run bench:ingest            (or: node --import tsx bench/ingest.ts)
+//   BENCH_SECONDS=10 BENCH_ROUNDS=3 BENCH_DATABASE_URL=postgres://... npm run bench:ingest
+//
+// Method (docs/capture.md): every server and the load generator (autocannon,
+// 50 connections, 1 KiB JSON POSTs) are separate processes. Rounds
+// interleave the targets (bare, Weir/PostgreSQL, Weir/PGlite) so drift of a
+// noisy machine hits all of them alike; each measurement follows a warm-up.
+// Weir runs as the real CLI (`node bin/weir.mjs serve`). Afterwards every
+// request_id that was acknowledged is looked up in the database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { Db } from '../src/db/db.ts';
+import { openPglite } from '../src/db/pglite.ts';
+import { openPostgres } from '../src/db/postgres.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const CONNECTIONS = 50;
+const PG_BASE = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
+const work = mkdtempSync(join(tmpdir(), 'weir-bench-'));
+
+interface Target {
+  name: string;
+  url: string;
+  stop(): Promise<void>;
+  /** How many of these ids are stored (undefined for the bare server, which stores nothing). */
+  verify?(ids: string[]): Promise<number>;
+}
+
+interface Measure {
+  requests: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  acked: number;
+}
+
+function child(args: string[], env: Record<string, string | undefined> = process.env): { proc: ChildProcess; output: () => string; exited: Promise<unknown> } {
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  return { proc, output: () => out, exited };
+}
+
+async function waitFor<T>(get: () => T | undefined, what: string, ms = 120_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = get();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function startBare(): Promise<Target> {
+  const c = child(['--import', 'tsx', 'bench/ingest-bare.ts']);
+  const port = await waitFor(() => /^(\d+)\n/.exec(c.output())?.[1], 'the bare server');
+  return {
+    name: 'bare node:http',
+    url: `http://127.0.0.1:${port}/`,
+    async stop() {
+      c.proc.kill('SIGTERM');
+      await c.exited;
+    },
+  };
+}
+
+async function startWeir(name: string, store: Record<string, string>, open: () => Promise<Db>, cleanup: () => Promise<void>): Promise<Target> {
+  const env: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('WEIR_') && k !== 'DATABASE_URL') env[k] = v;
+  Object.assign(env, { WEIR_API_PORT: '0', WEIR_INGEST_PORT: '0', WEIR_LOG_LEVEL: 'warn' }, store);
+  const c = child(['bin/weir.mjs', 'serve'], env);
+  const started = await waitFor(() => {
+    const out = c.output();
+    const api = /API: +(\S+)\/v1 /.exec(out);
+    const ingest = /Ingest: +\S+ +\(port (\d+)\)/.exec(out);
+    const key = /^\s+(\S+_live_\S+)\s*$/m.exec(out);
+    if (c.proc.exitCode !== null) throw new Error(`weir exited:\n${out}`);
+    return api && ingest && key ? { api: api[1], port: ingest[1], key: key[1] } : undefined;
+  }, name);
+  const res = await fetch(`${started.api}/v1/endpoints`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${started.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const slug = ((await res.json()) as any).data.slug;
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    c.proc.kill('SIGTERM');
+    await c.exited;
+  };
+  return {
+    name,
+    url: `http://127.0.0.1:${started.port}/h/${slug}`,
+    stop: async () => {
+      await stop();
+      await cleanup();
+    },
+    async verify(ids) {
+      // Stop first: a PGlite folder belongs to one process, and the count
+      // must not include anything still in flight.
+      await stop();
+      const db = await open();
+      try {
+        let found = 0;
+        for (let i = 0; i < ids.length; i += 10_000) {
+          const { rows } = await db.query<{ n: number }>('select count(*)::int as n from captured_requests where id = any($1::uuid[])', [ids.slice(i, i + 10_000)]);
+          found += rows[0].n;
+        }
+        return found;
+      } finally {
+        await db.close();
+      }
+    },
+  };
+}
+
+async function startWeirPostgres(): Promise<Target> {
+  const name = `weir_bench_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: PG_BASE });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const u = new URL(PG_BASE);
+  u.pathname = '/' + name;
+  const url = u.toString();
+  return startWeir('Weir on PostgreSQL', { DATABASE_URL: url }, () => openPostgres(url, { poolSize: 2 }), async () => {
+    const c = new pg.Client({ connectionString: PG_BASE });
+    await c.connect();
+    await c.query(`drop database if exists ${name} with (force)`);
+    await c.end();
+  });
+}
+
+async function startWeirPglite(): Promise<Target> {
+  const dir = join(work, 'pglite');
+  return startWeir('Weir on PGlite', { WEIR_DATA_DIR: dir }, () => openPglite(dir), async () => rmSync(dir, { recursive: true, force: true }));
+}
+
+const bodyFile = join(work, 'body.json');
+// 1 KiB of JSON shaped like a provider's event.
+const skeleton = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', created: 1700000000, data: { object: { amount: 4200, currency: 'usd', pad: '' } } };
+skeleton.data.object.pad = 'x'.repeat(1024 - JSON.stringify(skeleton).length);
+writeFileSync(bodyFile, JSON.stringify(skeleton));
+
+async function load(url: string, seconds: number, idsFile = ''): Promise<Measure> {
+  const c = child(['--import', 'tsx', 'bench/ingest-load.ts', url, String(seconds), String(CONNECTIONS), bodyFile, idsFile]);
+  await c.exited;
+  const line = c.output().trim().split('\n').pop() ?? '';
+  try {
+    return JSON.parse(line) as Measure;
+  } catch {
+    throw new Error(`load generator failed:\n${c.output()}`);
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up`);
+  const targets = [await startBare(), await startWeirPostgres(), await startWeirPglite()];
+  const results = new Map<string, { m: Measure[]; ids: string[] }>(targets.map((t) => [t.name, { m: [], ids: [] }]));
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const t of targets) {
+        await load(t.url, WARMUP_SECONDS);
+        const idsFile = join(work, `ids-${round}-${t.name.replace(/\W+/g, '_')}.txt`);
+        const m = await load(t.url, SECONDS, idsFile);
+        const r = results.get(t.name)!;
+        r.m.push(m);
+        r.ids.push(...readFileSync(idsFile, 'utf8').split('\n').filter(Boolean));
+        console.log(`round ${round}  ${t.name.padEnd(20)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors + m.timeouts}  non-2xx ${m.non2xx}`);
+      }
+    }
+    const bare = results.get(targets[0].name)!.m;
+    console.log('\nsummary (median over rounds; ratio = captures/s over the same round\'s bare req/s)');
+    for (const t of targets) {
+      const r = results.get(t.name)!;
+      const ratios = r.m.map((m, i) => m.rps / bare[i].rps);
+      let check = '';
+      if (t.verify) {
+        const stored = await t.verify(r.ids);
+        check = `  acknowledged ${r.ids.length}, stored ${stored}, missing ${r.ids.length - stored}`;
+        if (stored !== r.ids.length) process.exitCode = 1;
+      }
+      console.log(
+        `${t.name.padEnd(20)} ${median(r.m.map((m) => m.rps)).toFixed(0).padStart(7)} /s  ratio ${median(ratios).toFixed(2)}  p50 ${median(r.m.map((m) => m.p50))} ms  p99 ${median(r.m.map((m) => m.p99))} ms${check}`,
+      );
+    }
+  } finally {
+    for (const t of targets) await t.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
