@@ -1,4 +1,4 @@
-import { asBuffer, type Queryable } from '../db/db.ts';
+import { asBuffer, type Db, type Queryable } from '../db/db.ts';
 import { DEFAULT_RETRY } from './retry-policy.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
 
@@ -63,26 +63,38 @@ interface ClaimRow {
  *   current settings for the leased rows.
  * Returns the leased deliveries; rescheduled ones are only counted.
  */
-export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
+export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
+  return db.transaction(async (tx) => {
+    // A queue table misleads the planner: statistics (PostgreSQL's taken
+    // while the queue was empty, PGlite's none at all) say almost nothing is
+    // pending, so it reads every due row and sorts them: a cost growing with
+    // the backlog exactly when a backlog builds. Only the ordered scan of
+    // deliveries_due is allowed here; it stops after `limit` rows.
+    await tx.exec('set local enable_seqscan = off; set local enable_bitmapscan = off');
+    return claimIn(tx, o);
+  });
+}
+
+async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
   const sentAt = Date.now();
   const { rows } = await db.query<ClaimRow>(
     `with next as materialized (
-       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at,
-              case when fd.rate_limit_enabled then fd.rate_limit_per_minute end as rate
+       -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at
          from deliveries d
-         left join forward_destinations fd on fd.id = d.forward_destination_id
         where d.status = 'pending' and d.next_attempt_at <= now()
           and d.destination_type = $1 and ($2::uuid[] is null or d.agent_id = any($2::uuid[]))
         order by d.next_attempt_at
         limit $3
-          for update of d skip locked
+          for update skip locked
      ),
      need as (
-       select id, forward_destination_id as dest, rate,
-              row_number() over (partition by forward_destination_id order by next_attempt_at, id) as k,
-              count(*) over (partition by forward_destination_id) as n
+       select next.id, next.forward_destination_id as dest, fd.rate_limit_per_minute as rate,
+              row_number() over (partition by next.forward_destination_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.forward_destination_id) as n
          from next
-        where rate is not null and paced_slot is null
+         join forward_destinations fd on fd.id = next.forward_destination_id
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
      ),
      taken as (
        insert into destination_pacing as p (destination_id, next_slot_at)

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import { claimDeliveries, nextDueAt, releaseLeases, requeueExpiredLeases } from './claim.ts';
-import { completeAttempt, finishUnattempted } from './complete.ts';
+import { CompletionBatcher, finishUnattempted } from './complete.ts';
 import { DELIVERY_CHANNEL } from './enqueue.ts';
 import { decide } from './retry-policy.ts';
 import type { ClaimedDelivery, Transport } from './transport.ts';
@@ -49,7 +49,14 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private sleepUntil: number | undefined;
 
-  constructor(private readonly o: WorkerOptions) {}
+  private readonly completions: CompletionBatcher;
+  /** Free slots that make a claim worthwhile while a backlog waits. */
+  private readonly refill: number;
+
+  constructor(private readonly o: WorkerOptions) {
+    this.completions = new CompletionBatcher(o.db, o.node);
+    this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 4)));
+  }
 
   get inFlight(): number {
     return this.inflight.size;
@@ -84,7 +91,9 @@ export class DeliveryWorker {
         }
         const free = this.o.concurrency - this.inflight.size;
         const want = Math.min(free, this.o.batchSize ?? this.o.concurrency);
-        if (want > 0) {
+        // With due work left behind, claim only once a batch's worth of
+        // slots is free: one claim per batch, not one per finished forward.
+        if (want >= (this.backlog ? this.refill : 1)) {
           const { claimed, rescheduled } = await claimDeliveries(this.o.db, {
             destinationType: this.o.transport.destinationType,
             agentIds: this.o.agentIds?.() ?? null,
@@ -93,15 +102,9 @@ export class DeliveryWorker {
             node: this.o.node,
           });
           for (const d of claimed) this.launch(d);
-          // a full batch means more may be due right now: claim again at once
-          if (claimed.length + rescheduled >= want) {
-            this.backlog = this.inflight.size >= this.o.concurrency;
-            if (!this.backlog) continue;
-          } else {
-            this.backlog = false;
-          }
-        } else {
-          this.backlog = true;
+          // a full batch means more may be due right now
+          this.backlog = claimed.length + rescheduled >= want;
+          if (this.backlog && this.o.concurrency - this.inflight.size >= this.refill) continue;
         }
         if (!this.backlog) {
           const due = await nextDueAt(this.o.db, this.o.transport.destinationType);
@@ -144,7 +147,7 @@ export class DeliveryWorker {
       .catch((err) => this.o.logger.error({ err, delivery: d.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
       .finally(() => {
         this.inflight.delete(d.id);
-        if (this.backlog) this.wake();
+        if (this.backlog && this.o.concurrency - this.inflight.size >= this.refill) this.wake();
       });
     this.inflight.set(d.id, { delivery: d, abort, done });
   }
@@ -166,7 +169,7 @@ export class DeliveryWorker {
     // aborted by shutdown: the lease is released instead, and the outcome is unknown
     if (signal.aborted) return;
     const decision = decide(result, d.retry, d.attemptNumber);
-    const owned = await completeAttempt(this.o.db, d, result, decision, this.o.node);
+    const owned = await this.completions.record({ delivery: d, result, decision });
     if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
     else if (decision.status === 'pending') this.wakeBy(Date.now() + decision.delaySeconds * 1000);
     this.o.onSettled?.(d, decision.status);

@@ -1,0 +1,250 @@
+/**
+ * Forwarding benchmark (npm run bench:forward). Prints ratios against a
+ * baseline measured in the same run, never absolute pass/fail thresholds:
+ *  (a) throughput: forwards/s through Weir (captures queued, worker drains
+ *      them) divided by undici posting the same requests straight to the
+ *      same receiver with the same concurrency;
+ *  (b) drain ratio: at a fixed offered capture load of half of (a)'s
+ *      maximum, delivered/s divided by captured/s, with the queue depth;
+ *  (c) capture-to-destination latency p50/p99, timed from each capture's
+ *      scheduled time (open loop: a late producer does not hide latency),
+ *      woken by NOTIFY versus by polling alone.
+ * The database is PGlite in memory, or a fresh PostgreSQL database beside
+ * DATABASE_URL when it is set. Captures are written the way the ingest
+ * batcher writes them: capture rows and their deliveries in one transaction.
+ * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10).
+ */
+import { fork } from 'node:child_process';
+import { createSecureContext, rootCertificates } from 'node:tls';
+import pino from 'pino';
+import { Agent } from 'undici';
+import type { Db } from '../src/db/db.ts';
+import { newId } from '../src/db/ids.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openPglite } from '../src/db/pglite.ts';
+import { openPostgres } from '../src/db/postgres.ts';
+import { enqueueDeliveries } from '../src/delivery/enqueue.ts';
+import { HttpTransport } from '../src/delivery/http-transport.ts';
+import type { Transport } from '../src/delivery/transport.ts';
+import { DeliveryWorker } from '../src/delivery/worker.ts';
+import { createOrganization } from '../src/orgs/organizations.ts';
+import { createFreshDatabase } from '../test/helpers/db.ts';
+import { insertEndpoint } from '../test/helpers/fixtures.ts';
+import { testCa } from '../test/helpers/https.ts';
+
+const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONCURRENCY = 32;
+const BODY = Buffer.from(JSON.stringify({ id: 'evt_bench', type: 'charge.succeeded', data: { object: { amount: 2000, currency: 'usd', pad: 'x'.repeat(800) } } }));
+const HEADERS: Array<[string, string]> = [
+  ['Content-Type', 'application/json'],
+  ['User-Agent', 'Stripe/1.0 (+https://stripe.com/docs/webhooks)'],
+  ['Stripe-Signature', 't=1700000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd'],
+];
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fmt = (n: number, d = 0) => n.toFixed(d);
+
+function percentile(values: number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+// --- the receiver (its own process) ---------------------------------------
+const receiver = fork(new URL('./forward-receiver.ts', import.meta.url), { execArgv: ['--import', 'tsx'] });
+const port = await new Promise<number>((resolve) => receiver.once('message', (m: any) => resolve(m.port)));
+const target = `https://127.0.0.1:${port}/hook`;
+function arrivals(): Promise<Map<string, number>> {
+  return new Promise((resolve) => {
+    receiver.once('message', (m: any) => resolve(new Map(m.arrivals)));
+    receiver.send('report');
+  });
+}
+
+// --- the database -----------------------------------------------------------
+let db: Db;
+let drop = async () => {};
+if (process.env.DATABASE_URL) {
+  const fresh = await createFreshDatabase();
+  db = await openPostgres(fresh.url, { poolSize: 10 });
+  drop = fresh.drop;
+} else {
+  db = await openPglite();
+}
+await migrate(db);
+const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
+const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
+
+/** One capture transaction: `n` capture rows (one multi-row insert) and their deliveries, like the ingest batcher's group commit. */
+async function capture(n: number): Promise<string[]> {
+  const ids: string[] = [];
+  const at: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const ms = Date.now();
+    ids.push(newId(ms));
+    at.push(new Date(parseInt(ids[i].slice(0, 8) + ids[i].slice(9, 13), 16)).toISOString());
+  }
+  await db.transaction(async (tx) => {
+    await tx.query(
+      `insert into captured_requests (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type)
+       select id, $2::uuid, $3::uuid, at, 'POST', '', '', $4::jsonb, $5::bytea, $6, 'application/json'
+         from unnest($1::uuid[], $7::timestamptz[]) as c(id, at)`,
+      [ids, org.id, endpoint.id, JSON.stringify(HEADERS), BODY, BODY.length, at],
+    );
+    await enqueueDeliveries(
+      tx,
+      ids.map((id, i) => ({ id, organizationId: org.id, endpointId: endpoint.id, receivedAt: new Date(at[i]) })),
+    );
+  });
+  return ids;
+}
+
+// One transport for every run (a worker's stop() would close it): its
+// connections stay warm between rounds, as the direct baseline's do.
+const http = new HttpTransport({ allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
+const transport: Transport = { destinationType: 'https', send: (d, signal) => http.send(d, signal), close: async () => {} };
+
+let settled = 0;
+function worker(opts: { listen?: boolean; pollMs?: number } = {}): DeliveryWorker {
+  return new DeliveryWorker({
+    db,
+    logger: pino({ level: 'warn' }),
+    node: 'bench',
+    transport,
+    concurrency: CONCURRENCY,
+    leaseMs: 60_000,
+    pollMs: opts.pollMs ?? 5_000,
+    listen: opts.listen,
+    onSettled: () => settled++,
+  });
+}
+
+async function waitSettled(n: number): Promise<void> {
+  while (settled < n) await sleep(2);
+}
+
+// --- (a) throughput -----------------------------------------------------------
+// The baseline client: undici with the same trust set up the same way (one secure context).
+const agent = new Agent({ connect: { secureContext: createSecureContext({ ca: [...rootCertificates, testCa().ca] }) } });
+async function direct(n: number): Promise<number> {
+  const headers = HEADERS.flat();
+  let next = 0;
+  const started = now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) {
+        const i = next++;
+        const res = await agent.request({ origin: `https://127.0.0.1:${port}`, path: '/hook', method: 'POST', headers: [...headers, 'webhook-id', `direct_${i}`], body: BODY });
+        await res.body.dump();
+      }
+    }),
+  );
+  return n / ((now() - started) / 1000);
+}
+
+async function throughWeir(n: number): Promise<number> {
+  for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done));
+  settled = 0;
+  const w = worker();
+  const started = now();
+  await w.start();
+  await waitSettled(n);
+  const rate = n / ((now() - started) / 1000);
+  await w.stop();
+  return rate;
+}
+
+console.log(`forwarding benchmark on ${db.kind}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body`);
+// Warm-up (connections, JIT), then alternating rounds so both sides see the
+// same machine conditions; the median ratio is the figure.
+await direct(3000);
+await throughWeir(1000);
+await arrivals();
+const rounds: Array<{ direct: number; weir: number }> = [];
+for (let r = 0; r < 3; r++) {
+  const d = await direct(FORWARDS);
+  const w = await throughWeir(FORWARDS);
+  rounds.push({ direct: d, weir: w });
+}
+const got = await arrivals();
+const delivered = new Set([...got.keys()].filter((k) => k.startsWith('msg_'))).size;
+const ratios = rounds.map((r) => r.weir / r.direct).sort((a, b) => a - b);
+const weirRate = rounds.map((r) => r.weir).sort((a, b) => a - b)[1];
+console.log(
+  `(a) throughput: ${rounds.map((r) => `direct ${fmt(r.direct)}/s vs Weir ${fmt(r.weir)}/s`).join('; ')}; ` +
+    `median ratio ${fmt(ratios[1], 2)} (${delivered} distinct captures arrived of ${3 * FORWARDS})`,
+);
+
+// --- (b) drain ratio at half the maximum --------------------------------------
+{
+  const rate = weirRate / 2;
+  settled = 0;
+  const w = worker();
+  await w.start();
+  let captured = 0;
+  let maxDepth = 0;
+  const cumulative: number[] = [];
+  const started = now();
+  let lastSecond = started;
+  while (now() - started < SECONDS * 1000) {
+    const due = Math.floor((rate * (now() - started)) / 1000) - captured;
+    if (due > 0) {
+      await capture(due);
+      captured += due;
+    }
+    maxDepth = Math.max(maxDepth, captured - settled);
+    if (now() - lastSecond >= 1000) {
+      cumulative.push(settled / captured);
+      lastSecond = now();
+    }
+    await sleep(10);
+  }
+  const windowSeconds = (now() - started) / 1000;
+  const deliveredInWindow = settled;
+  const depthAtEnd = captured - settled;
+  const drainStart = now();
+  await waitSettled(captured);
+  const drainMs = now() - drainStart;
+  await w.stop();
+  console.log(
+    `(b) drain at ${fmt(rate)}/s offered for ${fmt(windowSeconds, 1)} s: captured ${fmt(captured / windowSeconds)}/s, delivered ${fmt(deliveredInWindow / windowSeconds)}/s, ` +
+      `ratio ${fmt(deliveredInWindow / captured, 3)} (delivered/captured so far, sampled each second: ${fmt(Math.min(...cumulative), 3)} to ${fmt(Math.max(...cumulative), 3)}); ` +
+      `queue depth max ${maxDepth}, at end ${depthAtEnd}, drained ${fmt(drainMs)} ms later`,
+  );
+}
+
+// --- (c) latency: NOTIFY versus polling alone ---------------------------------
+async function latency(label: string, opts: { listen: boolean; pollMs: number }, rate: number): Promise<void> {
+  settled = 0;
+  const w = worker(opts);
+  await w.start();
+  await arrivals();
+  const scheduled = new Map<string, number>();
+  const started = now() + 50;
+  const total = Math.round(rate * SECONDS);
+  const inserts: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const at = started + (i * 1000) / rate;
+    const wait = at - now();
+    if (wait > 0) await sleep(wait);
+    // one capture per transaction, as at low load; not awaited, so a slow commit does not delay the next send
+    inserts.push(capture(1).then(([id]) => void scheduled.set(`msg_${id}`, at)));
+  }
+  await Promise.all(inserts);
+  await waitSettled(total);
+  await w.stop();
+  const got = await arrivals();
+  const lat = [...scheduled].map(([id, at]) => (got.get(id) ?? NaN) - at).filter((x) => !Number.isNaN(x));
+  console.log(`(c) latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} captures): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`);
+}
+
+const latencyRate = 20;
+await latency('NOTIFY wake-ups (safety poll 5 s)', { listen: true, pollMs: 5_000 }, latencyRate);
+await latency('polling alone every 1 s', { listen: false, pollMs: 1_000 }, latencyRate);
+await latency('polling alone every 5 s (the safety poll)', { listen: false, pollMs: 5_000 }, latencyRate);
+
+receiver.send('exit');
+await agent.close();
+await http.close();
+await db.close();
+await drop();
