@@ -56,6 +56,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     started.push(() => ingest.close());
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
     const delivery = await startDelivery({ db, config, logger });
+    started.push(() => delivery.stop());
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
