@@ -77,29 +77,29 @@ function plan(positionals: string[], v: Record<string, string | undefined>): Cal
   }
 }
 
+const OPTIONS = {
+  server: { type: 'string' },
+  token: { type: 'string' },
+  name: { type: 'string' },
+  plan: { type: 'string' },
+  region: { type: 'string' },
+  email: { type: 'string' },
+  role: { type: 'string' },
+  password: { type: 'string' },
+  active: { type: 'string' },
+  scopes: { type: 'string' },
+  'expires-at': { type: 'string' },
+  environment: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const parseCommandLine = (argv: string[]) => parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+
 export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let values: Record<string, string | boolean | undefined>;
+  let values: ReturnType<typeof parseCommandLine>['values'];
   let call: Call | string;
   try {
-    const parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        server: { type: 'string' },
-        token: { type: 'string' },
-        name: { type: 'string' },
-        plan: { type: 'string' },
-        region: { type: 'string' },
-        email: { type: 'string' },
-        role: { type: 'string' },
-        password: { type: 'string' },
-        active: { type: 'string' },
-        scopes: { type: 'string' },
-        'expires-at': { type: 'string' },
-        environment: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
+    const parsed = parseCommandLine(argv);
     values = parsed.values;
     call = values.help ? USAGE : plan(parsed.positionals, values as Record<string, string | undefined>);
   } catch (err) {
@@ -110,8 +110,8 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
     process.stderr.write(call + '\n');
     return values.help ? 0 : 2;
   }
-  const server = String(values.server ?? env.WEIR_PUBLIC_URL ?? `http://127.0.0.1:${env.WEIR_API_PORT ?? 8080}`).replace(/\/+$/, '');
-  const token = (values.token as string | undefined) ?? env.WEIR_ADMIN_TOKEN;
+  const server = (values.server ?? env.WEIR_PUBLIC_URL ?? `http://127.0.0.1:${env.WEIR_API_PORT ?? 8080}`).replace(/\/+$/, '');
+  const token = values.token ?? env.WEIR_ADMIN_TOKEN;
   if (!token) {
     process.stderr.write('weir admin: set WEIR_ADMIN_TOKEN or pass --token\n');
     return 2;
