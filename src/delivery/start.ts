@@ -3,8 +3,13 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import { longestRetentionDays } from '../requests/retention.ts';
 import { HttpTransport, type HttpTransportOptions } from './http-transport.ts';
+import { sweepDeliveries } from './retention.ts';
 import { DeliveryWorker } from './worker.ts';
+
+const SWEEP_EVERY_MS = 60 * 60_000;
+const DAY_MS = 24 * 60 * 60_000;
 
 export interface DeliveryDeps {
   db: Db;
@@ -45,5 +50,24 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
     pollMs: config.deliveryPollMs,
   });
   await worker.start();
-  return { worker, stop: (graceMs) => worker.stop(graceMs) };
+  // Deliveries live as long as their captures: past the longest plan
+  // retention the capture is gone (its partition dropped), so they go too.
+  let stopping = false;
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = () => {
+    sweeping = sweepDeliveries(db, new Date(Date.now() - longestRetentionDays(config.plans) * DAY_MS), 5_000, () => stopping).then(
+      (n) => n > 0 && logger.info({ deleted: n }, 'deleted deliveries of captures past retention'),
+      (err) => logger.warn({ err }, 'delivery retention sweep failed; retrying next hour'),
+    );
+  };
+  const timer = setInterval(sweep, SWEEP_EVERY_MS);
+  timer.unref();
+  return {
+    worker,
+    async stop(graceMs) {
+      stopping = true;
+      clearInterval(timer);
+      await Promise.all([worker.stop(graceMs), sweeping]);
+    },
+  };
 }

@@ -49,6 +49,8 @@ create index deliveries_request on deliveries (request_id, id);
 create index deliveries_destination on deliveries (forward_destination_id, id) where forward_destination_id is not null;
 create index deliveries_endpoint on deliveries (endpoint_id);
 create index deliveries_replay_batch on deliveries (replay_batch_id) where replay_batch_id is not null;
+-- retention removes the deliveries of captures past the longest plan retention
+create index deliveries_received on deliveries (request_received_at);
 
 create table delivery_attempts (
   id uuid primary key,

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { newId } from '../../src/db/ids.ts';
+import { claimDeliveries } from '../../src/delivery/claim.ts';
+import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
+import { sweepDeliveries } from '../../src/delivery/retention.ts';
+import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
+import { startReceiver, type Receiver } from '../helpers/https.ts';
+import { attempts, deliveries, orgWithEndpoint, startTestWorker, waitForStatus, waitUntil } from './helpers.ts';
+
+describe('delivery worker', () => {
+  let t: TestDb;
+  let worker: DeliveryWorker | undefined;
+  const receivers: Receiver[] = [];
+
+  before(async () => {
+    t = await openTestDb();
+  });
+  beforeEach(() => t.reset());
+  afterEach(async () => {
+    await worker?.stop(0);
+    worker = undefined;
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+  after(() => t.close());
+
+  it('is woken by NOTIFY: an idle worker whose poll is a minute away forwards at once', async () => {
+    const rx = await startReceiver();
+    receivers.push(rx);
+    const ep = await orgWithEndpoint(t.db, rx.url);
+    worker = await startTestWorker(t.db, { pollMs: 60_000 });
+    // let the worker go idle (its first scan finds nothing) before the capture commits
+    await new Promise((r) => setTimeout(r, 200));
+    await insertCaptures(t.db, ep, [{ body: 'now' }]);
+    await rx.waitFor(1, 20_000);
+  });
+
+  it('sends one notification per capture batch, not per delivery', async () => {
+    const ep = await orgWithEndpoint(t.db, 'https://example.com/a');
+    await insertForwardDestination(t.db, ep, { url: 'https://example.com/b' });
+    const heard: string[] = [];
+    const unlisten = await t.db.listen(DELIVERY_CHANNEL, (p) => heard.push(p));
+    await insertCaptures(t.db, ep, [{ body: '1' }, { body: '2' }, { body: '3' }]);
+    await waitUntil(async () => heard.length > 0, 'a notification');
+    await new Promise((r) => setTimeout(r, 200));
+    await unlisten();
+    assert.equal(heard.length, 1);
+    assert.equal((await deliveries(t.db)).length, 6);
+  });
+
+  it('gives the leases of unfinished forwards back at shutdown, recording no attempt', async () => {
+    const rx = await startReceiver({ reply: () => 'hang' });
+    receivers.push(rx);
+    const ep = await orgWithEndpoint(t.db, rx.url);
+    await insertCaptures(t.db, ep, [{ body: 'a' }, { body: 'b' }]);
+    worker = await startTestWorker(t.db);
+    await rx.waitFor(2);
+    await worker.stop(100);
+    worker = undefined;
+    const ds = await deliveries(t.db);
+    assert.deepEqual(ds.map((d) => [d.status, d.attempt_count]), [['pending', 0], ['pending', 0]]);
+    assert.ok(ds.every((d) => d.next_attempt_at.getTime() <= Date.now() + 1000), 'due again at once');
+    assert.equal((await attempts(t.db)).length, 0);
+  });
+
+  it('claims again a delivery whose lease expired (its worker died) and delivers it', async () => {
+    const rx = await startReceiver();
+    receivers.push(rx);
+    const ep = await orgWithEndpoint(t.db, rx.url);
+    const [c] = await insertCaptures(t.db, ep, [{ body: 'orphan' }]);
+    // a worker that claimed it and vanished
+    const { claimed } = await claimDeliveries(t.db, { destinationType: 'https', limit: 10, leaseMs: 60_000, node: 'dead-node' });
+    assert.equal(claimed.length, 1);
+    await t.db.query(`update deliveries set lease_until = now() - interval '1 second'`);
+    worker = await startTestWorker(t.db, { pollMs: 200 });
+    await waitForStatus(t.db, ['succeeded'], 1);
+    assert.equal(rx.received[0].headers['webhook-id'], `msg_${c.id}`);
+    const [a] = await attempts(t.db);
+    assert.notEqual(a.node, 'dead-node');
+  });
+
+  it('never claims a delivery twice while its lease holds', async () => {
+    const ep = await orgWithEndpoint(t.db, 'https://example.com/');
+    await insertCaptures(t.db, ep, Array.from({ length: 10 }, (_, i) => ({ body: String(i) })));
+    const claims = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => claimDeliveries(t.db, { destinationType: 'https', limit: 4, leaseMs: 60_000, node: `n${i}` })),
+    );
+    const ids = claims.flatMap((c) => c.claimed.map((d) => d.id));
+    assert.equal(ids.length, 10);
+    assert.equal(new Set(ids).size, 10);
+    const again = await claimDeliveries(t.db, { destinationType: 'https', limit: 10, leaseMs: 60_000, node: 'late' });
+    assert.equal(again.claimed.length, 0);
+  });
+
+  it('leaves agent deliveries for the agent gateway', async () => {
+    const ep = await orgWithEndpoint(t.db);
+    const agentId = newId();
+    await t.db.query(
+      `insert into agents (id, organization_id, name, environment, token_hash) values ($1::uuid, $2::uuid, 'laptop', 'development', $3::bytea)`,
+      [agentId, ep.organization_id, Buffer.from(agentId)],
+    );
+    await insertForwardDestination(t.db, ep, { agentId, targetPort: 3000, targetPath: '/hook' });
+    await insertCaptures(t.db, ep, [{ body: 'for the agent' }]);
+    const https = await claimDeliveries(t.db, { destinationType: 'https', limit: 10, leaseMs: 60_000, node: 'n' });
+    assert.equal(https.claimed.length, 0);
+    const elsewhere = await claimDeliveries(t.db, { destinationType: 'agent', agentIds: [newId()], limit: 10, leaseMs: 60_000, node: 'n' });
+    assert.equal(elsewhere.claimed.length, 0, 'another agent’s node does not take it');
+    const gateway = await claimDeliveries(t.db, { destinationType: 'agent', agentIds: [agentId], limit: 10, leaseMs: 60_000, node: 'n' });
+    assert.equal(gateway.claimed.length, 1);
+    assert.equal(gateway.claimed[0].agentId, agentId);
+    assert.equal(gateway.claimed[0].capture?.body.toString(), 'for the agent');
+  });
+
+  it('deletes the deliveries of captures past retention, but not in-flight ones', async () => {
+    const ep = await orgWithEndpoint(t.db, 'https://example.com/');
+    await insertCaptures(t.db, ep, [{ body: 'old' }, { body: 'old, in flight' }, { body: 'new' }]);
+    const [old, busy] = await deliveries(t.db);
+    await t.db.query(`update deliveries set request_received_at = now() - interval '400 days' where id = any($1::uuid[])`, [[old.id, busy.id]]);
+    await t.db.query(`update deliveries set status = 'in_flight', lease_until = now() + interval '1 minute' where id = $1::uuid`, [busy.id]);
+    const deleted = await sweepDeliveries(t.db, new Date(Date.now() - 365 * 24 * 3600_000), 1);
+    assert.equal(deleted, 1);
+    assert.deepEqual((await deliveries(t.db)).map((d) => d.id).includes(old.id), false);
+    assert.equal((await deliveries(t.db)).length, 2);
+  });
+});
