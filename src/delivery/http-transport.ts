@@ -93,7 +93,16 @@ export class HttpTransport implements Transport {
     }
     if (target.protocol !== 'https:') return done({ errorClass: 'invalid_url', errorMessage: 'forwards go to https:// URLs only' }, req.url);
 
-    const timeout = AbortSignal.timeout(this.opts.timeoutMs);
+    // One controller for both the total timeout and the worker's shutdown
+    // signal, torn down in `finally` (AbortSignal.any keeps its sources alive).
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, this.opts.timeoutMs);
+    const onShutdown = () => abort.abort();
+    signal.addEventListener('abort', onShutdown, { once: true });
     try {
       const res = await this.agent.request({
         origin: target.origin,
@@ -101,7 +110,7 @@ export class HttpTransport implements Transport {
         method: req.method,
         headers: req.headers,
         body: req.body.length > 0 ? req.body : null,
-        signal: AbortSignal.any([signal, timeout]),
+        signal: abort.signal,
       });
       const statusCode = res.statusCode;
       const responseHeaders: Array<[string, string]> = [];
@@ -138,9 +147,12 @@ export class HttpTransport implements Transport {
         req.url,
       );
     } catch (err) {
-      const errorClass = timeout.aborted ? 'timeout' : classifyError(err);
-      const message = timeout.aborted ? `no complete answer within ${this.opts.timeoutMs} ms` : describe(err);
+      const errorClass = timedOut ? 'timeout' : classifyError(err);
+      const message = timedOut ? `no complete answer within ${this.opts.timeoutMs} ms` : describe(err);
       return done({ errorClass, errorMessage: message }, req.url);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onShutdown);
     }
   }
 
