@@ -2,6 +2,7 @@ import { recordAudit, type Actor } from '../auth/audit.ts';
 import { notify, type Db, type Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { isPlanName, type PlanTable } from '../orgs/plans.ts';
+import { deleteEndpointCaptures } from '../requests/captures.ts';
 import { generateSlug } from './slug.ts';
 import { endpointInputProblem, type EndpointFields } from './validate.ts';
 
@@ -153,15 +154,17 @@ export async function updateEndpoint(
 }
 
 /**
- * Deletes an endpoint and, by the foreign key's cascade, its captured
- * requests. The slug moves to retired_slugs so the old public URL can never
- * capture into another endpoint, and every node forgets it at once.
+ * Deletes an endpoint and its captured requests (its forward destinations
+ * and deliveries go by their foreign keys' cascade). The slug moves to
+ * retired_slugs so the old public URL can never capture into another
+ * endpoint, and every node forgets it at once.
  */
 export async function deleteEndpoint(db: Db, organizationId: string, id: string, actorMemberId: string | null): Promise<DeleteEndpointResult> {
   return db.transaction(async (tx) => {
     const { rows } = await tx.query<Endpoint>(`delete from endpoints where id = $1::uuid and organization_id = $2::uuid returning ${COLUMNS}`, [id, organizationId]);
     const endpoint = rows[0];
     if (!endpoint) return { ok: false, reason: 'not_found' } as const;
+    await deleteEndpointCaptures(tx, id);
     await tx.query('insert into retired_slugs (slug) values ($1) on conflict (slug) do nothing', [endpoint.slug]);
     await notify(tx, ENDPOINTS_CHANNEL, endpoint.slug);
     await recordAudit(tx, organizationId, actorOf(actorMemberId), 'endpoint.deleted', { type: 'endpoint', id, name: endpoint.name }, { slug: endpoint.slug });

@@ -78,6 +78,18 @@ export async function insertCaptures(tx: Queryable, captures: readonly Capture[]
   return new Map(rows.map((r) => [r.id, { paused: r.paused }]));
 }
 
+/**
+ * Deletes every capture of an endpoint; called by deleteEndpoint in its
+ * transaction after the endpoint row is gone. That order matters: deleting
+ * the row waits for capture batches holding its KEY SHARE lock to commit,
+ * so this statement (a fresh snapshot) sees and removes their rows too, and
+ * later batches no longer find the endpoint. Nothing is left orphaned.
+ */
+export async function deleteEndpointCaptures(tx: Queryable, endpointId: string): Promise<number> {
+  const res = await tx.query('delete from captured_requests where endpoint_id = $1::uuid', [endpointId]);
+  return res.rowCount;
+}
+
 const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
 
 /**

@@ -161,3 +161,25 @@ test('an endpoint locked by a delete in progress does not stall the batch: its c
     await fresh.drop();
   }
 });
+
+test('deleting an endpoint while its captures stream in leaves none of them behind', async () => {
+  const e = await endpoint(t.db);
+  const b = new CaptureBatcher(t.db, opts({ batchMs: 1, maxInFlight: 3 }));
+  let stop = false;
+  const outcomes: string[] = [];
+  const stream = (async () => {
+    while (!stop) {
+      const round = await Promise.allSettled(Array.from({ length: 20 }, () => b.submit(capture(e))));
+      for (const r of round) outcomes.push(r.status === 'fulfilled' ? r.value : 'error');
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 100));
+  assert.ok((await deleteEndpoint(t.db, e.organization_id, e.id, null)).ok);
+  await new Promise((r) => setTimeout(r, 100));
+  stop = true;
+  await stream;
+  await b.close();
+  assert.ok(outcomes.includes('stored') && outcomes.includes('endpoint_gone'), 'captures landed before and were refused after');
+  const { rows } = await t.db.query<{ n: number }>('select count(*)::int as n from captured_requests where endpoint_id = $1', [e.id]);
+  assert.equal(rows[0].n, 0);
+});

@@ -30,7 +30,12 @@ create table retired_slugs (
 create table captured_requests (
   id uuid not null,
   organization_id uuid not null,
-  endpoint_id uuid not null references endpoints(id) on delete cascade,
+  -- No foreign key: a key would check every inserted row with a query of its
+  -- own (costly at capture rates, the more so on PGlite), while the capture
+  -- statement already checks and locks its batch's endpoints once (FOR KEY
+  -- SHARE, src/requests/captures.ts). Deleting an endpoint deletes its
+  -- captures in the same transaction (src/endpoints/endpoints.ts).
+  endpoint_id uuid not null,
   received_at timestamptz not null,
   method text not null,
   -- the part of the path after /h/{slug} ('' or starting with '/'), exactly as sent
