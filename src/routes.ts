@@ -1,5 +1,6 @@
 import { adminRoutes } from './admin/routes.ts';
 import { authRoutes } from './auth/routes.ts';
+import { dashboardRoutes } from './dashboard/routes.ts';
 import { destinationRoutes } from './destinations/routes.ts';
 import { deliveryRoutes } from './delivery/routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
@@ -10,5 +11,5 @@ import { requestRoutes } from './requests/routes.ts';
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
   v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes],
-  root: [adminRoutes],
+  root: [adminRoutes, dashboardRoutes],
 };
