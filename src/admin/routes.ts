@@ -1,12 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { AGENT_ENVIRONMENTS, AGENT_NAME_MAX, enrollAgent, type AgentEnvironment } from '../agents/agents.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.ts';
 import { listAudit } from '../auth/audit.ts';
 import { parseBearer } from '../auth/authenticate.ts';
 import type { Role } from '../auth/permissions.ts';
 import { keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from '../auth/present.ts';
 import type { AppDeps } from '../http/app.ts';
-import { badRequest, conflict, notFound, notImplemented, unauthorized } from '../http/errors.ts';
+import { badRequest, conflict, notFound, planLimit, unauthorized } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { createMember, getMember, listMembers, updateMember } from '../orgs/members.ts';
@@ -188,11 +189,36 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         return reply.status(204).send();
       });
 
-      app.post<{ Params: { id: string } }>('/organizations/:id/agents', { schema: { params: idParams } }, async (request) => {
-        const orgId = pathId(request.params.id, 'Organization');
-        if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
-        throw notImplemented('Agent enrollment is not available in this version of Weir yet.');
-      });
+      // The token is what `weir agent --token` connects with: shown here once, stored only as a hash.
+      // environment defaults to development, the one that never retries and is outside the plan's cap.
+      app.post<{ Params: { id: string }; Body: { name: string; environment?: AgentEnvironment } }>(
+        '/organizations/:id/agents',
+        {
+          schema: {
+            params: idParams,
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['name'],
+              properties: { name: { type: 'string', minLength: 1, maxLength: AGENT_NAME_MAX }, environment: { type: 'string', enum: AGENT_ENVIRONMENTS } },
+            },
+          },
+        },
+        async (request, reply) => {
+          const orgId = pathId(request.params.id, 'Organization');
+          const { name, environment = 'development' } = request.body;
+          const result = await enrollAgent(db, { organizationId: orgId, name, environment, createdBy: null }, config.plans);
+          if (!result.ok) {
+            if (result.reason === 'organization_not_found') throw notFound(`Organization ${orgId} not found.`);
+            if (result.reason === 'plan_limit') throw planLimit(result.message);
+            throw badRequest(result.message);
+          }
+          const { agent, token } = result;
+          return reply.status(201).send({
+            data: { id: agent.id, organization_id: agent.organization_id, name: agent.name, environment: agent.environment, created_at: agent.created_at, token },
+          });
+        },
+      );
     },
     { prefix: '/admin/v1' },
   );

@@ -68,9 +68,14 @@ describe('weir admin', () => {
     assert.equal(revoke.stdout.trim(), '204');
     assert.equal((await http(weir.base, 'GET', '/v1/me', { token: key.json.data.key })).status, 401);
 
+    const agent = await admin(['agent', 'enroll', orgId, '--name', 'ci runner', '--environment', 'production', ...server]);
+    assert.equal(agent.code, 0, agent.stdout);
+    assert.match(agent.json.data.token, /^wr_agent_/);
+    assert.equal(agent.json.data.environment, 'production');
+
     const log = await admin(['org', 'audit-log', orgId, ...server]);
     const actions = log.json.data.data.map((e: { action: string }) => e.action);
-    for (const a of ['api_key.created', 'api_key.revoked', 'member.role_changed', 'member.deactivated', 'member.reactivated']) assert.ok(actions.includes(a), a);
+    for (const a of ['api_key.created', 'api_key.revoked', 'member.role_changed', 'member.deactivated', 'member.reactivated', 'agent.enrolled']) assert.ok(actions.includes(a), a);
   });
 
   it('happy: finds the server through WEIR_PUBLIC_URL or WEIR_API_PORT and the token through --token', async () => {

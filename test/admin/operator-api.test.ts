@@ -260,9 +260,32 @@ describe('GET /admin/v1/organizations/:id/audit-log', () => {
 });
 
 describe('POST /admin/v1/organizations/:id/agents', () => {
-  it('answers 501 not_implemented until agents exist, and 404 for an unknown organization', async () => {
+  it('happy: enrolls an agent and shows its connection token once (development by default)', async () => {
     const org = await newOrg();
-    assertErrorEnvelope(await op('POST', `/organizations/${org.id}/agents`, { name: 'laptop', environment: 'development' }), 501, 'not_implemented');
+    const res = await op('POST', `/organizations/${org.id}/agents`, { name: 'laptop' });
+    assert.equal(res.status, 201, JSON.stringify(res.json));
+    assert.match(res.json.data.id, /^[0-9a-f-]{36}$/);
+    assert.match(res.json.data.token, /^wr_agent_[A-Za-z0-9_-]{43}$/);
+    assert.deepEqual([res.json.data.name, res.json.data.environment, res.json.data.organization_id], ['laptop', 'development', org.id]);
+    const { rows } = await tdb.db.query<Record<string, unknown>>('select * from agents where id = $1', [res.json.data.id]);
+    assert.ok(!JSON.stringify(rows[0]).includes(res.json.data.token.slice(-20)), 'only a hash is stored');
+    const log = (await op('GET', `/organizations/${org.id}/audit-log`)).json.data.data;
+    assert.ok(log.some((e: { action: string; actor_type: string }) => e.action === 'agent.enrolled' && e.actor_type === 'operator'));
+  });
+
+  it('error: caps production agents at the plan’s max_agents (403 plan_limit), development ones are free', async () => {
+    const org = await newOrg({ name: 'Free', plan: 'free' });
+    const cap = t.config.plans.free.max_agents;
+    for (let i = 0; i < cap; i++) assert.equal((await op('POST', `/organizations/${org.id}/agents`, { name: `prod ${i}`, environment: 'production' })).status, 201);
+    assertErrorEnvelope(await op('POST', `/organizations/${org.id}/agents`, { name: 'one too many', environment: 'production' }), 403, 'plan_limit');
+    assert.equal((await op('POST', `/organizations/${org.id}/agents`, { name: 'dev', environment: 'development' })).status, 201);
+  });
+
+  it('error: refuses a missing name or an unknown environment (400), an unknown organization (404)', async () => {
+    const org = await newOrg();
+    for (const body of [{}, { name: '' }, { name: 'x', environment: 'staging' }, { name: 'x', port: 3000 }]) {
+      assertErrorEnvelope(await op('POST', `/organizations/${org.id}/agents`, body), 400, 'bad_request');
+    }
     assertErrorEnvelope(await op('POST', `/organizations/${UNKNOWN}/agents`, { name: 'laptop' }), 404, 'not_found');
   });
 });
