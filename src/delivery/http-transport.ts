@@ -204,6 +204,8 @@ export function classifyError(err: unknown): ErrorClass {
   const codes = codesOf(err);
   const has = (...c: string[]) => codes.some((code) => c.includes(code));
   if (has('ERR_WEIR_SSRF')) return 'ssrf_refused';
+  // the request itself cannot be sent (a method override or header value HTTP does not allow)
+  if (has('UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED')) return 'invalid_request';
   if (has('UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT')) return 'connect_timeout';
   if (has('UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT')) return 'timeout';
   if (has('ECONNREFUSED')) return 'connection_refused';

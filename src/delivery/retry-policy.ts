@@ -36,11 +36,12 @@ export type ErrorClass =
   | 'network_error'
   | 'ssrf_refused'
   | 'invalid_url'
+  | 'invalid_request'
   | 'capture_missing'
   | 'destination_disabled';
 
 /** Failures no retry can fix: the target itself is refused or gone. Never retried, whatever the settings. */
-const PERMANENT: ReadonlySet<ErrorClass> = new Set(['ssrf_refused', 'invalid_url', 'capture_missing', 'destination_disabled']);
+const PERMANENT: ReadonlySet<ErrorClass> = new Set(['ssrf_refused', 'invalid_url', 'invalid_request', 'capture_missing', 'destination_disabled']);
 
 /** Network-level failures that intelligent retry retries (the destination may come back). */
 const TRANSIENT: ReadonlySet<ErrorClass> = new Set(['connection_refused', 'connect_timeout', 'timeout', 'tls_error', 'dns_error', 'network_error']);

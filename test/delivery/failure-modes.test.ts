@@ -179,6 +179,14 @@ describe('failure modes', () => {
     assert.equal(attempt.response_body_truncated, true);
   });
 
+  it('fails at once, without retry, a request HTTP cannot carry', async () => {
+    const rx = await receiver();
+    const { delivery, attempt } = await forwardOnce(rx.url, { methodOverride: 'NOT A METHOD', intelligentRetry: false });
+    assert.equal(attempt.error_class, 'invalid_request');
+    assert.equal(delivery.status, 'failed');
+    assert.equal(rx.received.length, 0);
+  });
+
   it('fails a delivery whose capture no longer exists, without sending anything', async () => {
     const rx = await receiver();
     const ep = await orgWithEndpoint(t.db);
