@@ -11,6 +11,7 @@ declare module 'autocannon' {
     method?: string;
     connections?: number;
     duration?: number;
+    overallRate?: number;
     headers?: Record<string, string>;
     requests?: { method?: string; body?: string; onResponse?: (status: number, body: string) => void }[];
   }

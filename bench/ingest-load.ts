@@ -1,10 +1,12 @@
 // The load generator of bench/ingest.ts, in its own process so that the
 // server under test is not slowed by sharing an event loop with it.
-// argv: url seconds connections bodyFile idsFile. Prints one JSON line.
+// argv: url seconds connections bodyFile idsFile [rate]. With a rate (requests
+// per second over all connections) the load is paced instead of as fast as
+// the server answers. Prints one JSON line.
 import autocannon from 'autocannon';
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const [url, seconds, connections, bodyFile, idsFile] = process.argv.slice(2);
+const [url, seconds, connections, bodyFile, idsFile, rate] = process.argv.slice(2);
 const body = readFileSync(bodyFile, 'utf8');
 const ids: string[] = [];
 const result = await autocannon({
@@ -12,6 +14,7 @@ const result = await autocannon({
   method: 'POST',
   connections: Number(connections),
   duration: Number(seconds),
+  ...(rate ? { overallRate: Number(rate) } : {}),
   headers: { 'content-type': 'application/json' },
   requests: [
     {

@@ -55,7 +55,10 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
   await cache.start();
   const batcher = new CaptureBatcher(
     db,
-    { batchMs: config.captureBatchMs, maxInFlight: db.kind === 'pglite' ? 1 : Math.max(1, Math.floor(config.dbPoolSize / 2)) },
+    // PGlite has one connection. On PostgreSQL two groups at a time: one
+    // commits while the next fills; more slots would only split the same
+    // load into smaller groups, each paying its own round trips and flush.
+    { batchMs: config.captureBatchMs, maxInFlight: db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1)) },
     logger,
   );
   const proxies = trustedProxies(config.trustedProxies);
