@@ -129,7 +129,7 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
             c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot,
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
-            now() as db_now
+            statement_timestamp() as db_now
        from claimed c
        -- a range, not equality: received_at may carry microseconds the
        -- millisecond copy in the delivery row lost; the id pins the row
@@ -142,7 +142,7 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
   );
   if (rows.length === 0) return { claimed: [], rescheduled: 0 };
   // The database's clock hands out slots; convert them to this process's
-  // clock. now() is the statement's start, closest to when it was sent.
+  // clock, pairing the statement's start there with when it was sent here.
   const skew = new Date(rows[0].db_now).getTime() - sentAt;
   const claimed: ClaimedDelivery[] = [];
   for (const r of rows) {
