@@ -15,6 +15,8 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-sr
 
 /** The web dashboard: static assets read once at start, a client of /v1 with the user's API key. */
 export function dashboardRoutes(app: FastifyInstance): void {
+  // Browsers ask for it on every page load; an empty answer keeps the console clean.
+  app.get('/favicon.ico', async (_request, reply) => reply.status(204).send());
   for (const [path, asset] of Object.entries(ASSETS)) {
     const body = readFileSync(new URL(asset.file, PUBLIC_DIR));
     app.get(path, async (_request, reply) =>
