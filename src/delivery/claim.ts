@@ -1,4 +1,4 @@
-import { asBuffer, type Db, type Queryable } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import { DEFAULT_RETRY } from './retry-policy.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
 
@@ -38,7 +38,7 @@ interface ClaimRow {
   path: string | null;
   query: string | null;
   headers: Array<[string, string]> | null;
-  body: Buffer | Uint8Array | null;
+  body_hex: string | null;
   enabled: boolean | null;
   method_override: string | null;
   retry_enabled: boolean | null;
@@ -127,7 +127,8 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot,
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body,
+            -- hex text, decoded natively below: PGlite's bytea parser works byte by byte in JavaScript
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             statement_timestamp() as db_now
        from claimed c
@@ -160,7 +161,7 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
       attemptNumber: r.attempt_count + 1,
       sendAt: r.paced_slot ? new Date(r.paced_slot).getTime() - skew : 0,
       capture: r.capture_id
-        ? { id: r.capture_id, method: r.method!, path: r.path ?? '', query: r.query ?? '', headers: r.headers ?? [], body: r.body ? asBuffer(r.body) : Buffer.alloc(0) }
+        ? { id: r.capture_id, method: r.method!, path: r.path ?? '', query: r.query ?? '', headers: r.headers ?? [], body: Buffer.from(r.body_hex ?? '', 'hex') }
         : null,
       // the forward_url has no row: it is always enabled, with the default retry settings
       enabled: r.forward_destination_id === null ? true : r.enabled === true,
