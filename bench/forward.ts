@@ -6,12 +6,14 @@
  *      same receiver with the same concurrency;
  *  (b) drain ratio: at a fixed offered capture load of half of (a)'s
  *      maximum, delivered/s divided by captured/s, with the queue depth;
- *  (c) capture-to-destination latency p50/p99, timed from each capture's
- *      scheduled time (open loop: a late producer does not hide latency),
- *      woken by NOTIFY versus by polling alone.
+ *  (c) ingest-to-destination latency p50/p99: webhooks POSTed to the real
+ *      ingest listener, timed from each one's scheduled send (open loop: a
+ *      late producer does not hide latency), workers woken by NOTIFY versus
+ *      by polling alone.
  * The database is PGlite in memory, or a fresh PostgreSQL database beside
- * DATABASE_URL when it is set. Captures are written the way the ingest
- * batcher writes them: capture rows and their deliveries in one transaction.
+ * DATABASE_URL when it is set. In (a) and (b) captures are written the way
+ * the ingest batcher writes them (capture rows and their deliveries in one
+ * transaction), so the offered load is exact and costs no HTTP.
  * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10).
  */
 import { fork } from 'node:child_process';
@@ -19,6 +21,7 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import pino from 'pino';
 import { Agent } from 'undici';
 import type { Db } from '../src/db/db.ts';
+import { loadConfig } from '../src/config.ts';
 import { newId } from '../src/db/ids.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPglite } from '../src/db/pglite.ts';
@@ -27,6 +30,7 @@ import { enqueueDeliveries } from '../src/delivery/enqueue.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
+import { startIngest } from '../src/ingest/server.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
@@ -214,6 +218,19 @@ console.log(
 }
 
 // --- (c) latency: NOTIFY versus polling alone ---------------------------------
+// Through the real ingest listener: each webhook is POSTed to /h/{slug} at
+// its scheduled time and timed from then to its arrival at the destination.
+const ingest = await startIngest({ db, config: loadConfig({ WEIR_LOG_LEVEL: 'warn' }), logger: pino({ level: 'warn' }) }, 0);
+const ingestClient = new Agent();
+const ingestPath = `/h/${endpoint.slug}`;
+
+async function post(): Promise<string> {
+  const res = await ingestClient.request({ origin: `http://127.0.0.1:${ingest.port}`, path: ingestPath, method: 'POST', headers: HEADERS.flat(), body: BODY });
+  const answer = (await res.body.json()) as { request_id: string };
+  if (res.statusCode !== 200) throw new Error(`ingest answered ${res.statusCode}`);
+  return answer.request_id;
+}
+
 async function latency(label: string, opts: { listen: boolean; pollMs: number }, rate: number): Promise<void> {
   settled = 0;
   const w = worker(opts);
@@ -222,20 +239,20 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
   const scheduled = new Map<string, number>();
   const started = now() + 50;
   const total = Math.round(rate * SECONDS);
-  const inserts: Promise<void>[] = [];
+  const sends: Promise<void>[] = [];
   for (let i = 0; i < total; i++) {
     const at = started + (i * 1000) / rate;
     const wait = at - now();
     if (wait > 0) await sleep(wait);
-    // one capture per transaction, as at low load; not awaited, so a slow commit does not delay the next send
-    inserts.push(capture(1).then(([id]) => void scheduled.set(`msg_${id}`, at)));
+    // not awaited: a slow answer must not delay the next scheduled send
+    sends.push(post().then((id) => void scheduled.set(`msg_${id}`, at)));
   }
-  await Promise.all(inserts);
+  await Promise.all(sends);
   await waitSettled(total);
   await w.stop();
   const got = await arrivals();
   const lat = [...scheduled].map(([id, at]) => (got.get(id) ?? NaN) - at).filter((x) => !Number.isNaN(x));
-  console.log(`(c) latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} captures): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`);
+  console.log(`(c) ingest-to-destination latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} webhooks): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`);
 }
 
 const latencyRate = 20;
@@ -244,6 +261,8 @@ await latency('polling alone every 1 s', { listen: false, pollMs: 1_000 }, laten
 await latency('polling alone every 5 s (the safety poll)', { listen: false, pollMs: 5_000 }, latencyRate);
 
 receiver.send('exit');
+await ingest.close();
+await ingestClient.close();
 await agent.close();
 await http.close();
 await db.close();
