@@ -42,6 +42,8 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
        select attempt_id, delivery_id, organization_id, attempt_number, $18, started_at, duration_ms, url,
               status_code, response_headers::jsonb, decode(response_body_hex, 'hex'), truncated, error_class, error_message
          from input
+        -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
+        where exists (select 1 from deliveries d where d.id = input.delivery_id)
      )
      update deliveries d
         set status = i.status,

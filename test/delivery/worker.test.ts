@@ -81,6 +81,23 @@ describe('delivery worker', () => {
     assert.notEqual(a.node, 'dead-node');
   });
 
+  it('finishes quietly when the endpoint is deleted while its forward is in flight', { timeout: 30_000 }, async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const rx = await startReceiver({ reply: () => ({ status: 200, delayMs: 300 }) });
+    receivers.push(rx);
+    const ep = await orgWithEndpoint(t.db, rx.url);
+    await insertCaptures(t.db, ep, [{ body: 'x' }]);
+    const settled: string[] = [];
+    worker = await startTestWorker(t.db, { onSettled: (_d, status) => (settled.push(status), release()) });
+    await rx.waitFor(1);
+    await t.db.query('delete from endpoints where id = $1::uuid', [ep.id]);
+    await gate;
+    assert.deepEqual(settled, ['succeeded']);
+    assert.equal((await deliveries(t.db)).length, 0);
+    assert.equal((await attempts(t.db)).length, 0);
+  });
+
   it('never claims a delivery twice while its lease holds', async () => {
     const ep = await orgWithEndpoint(t.db, 'https://example.com/');
     await insertCaptures(t.db, ep, Array.from({ length: 10 }, (_, i) => ({ body: String(i) })));
