@@ -191,7 +191,7 @@ async function main(): Promise<void> {
         const m = await load(t.url, SECONDS, idsFile);
         const r = results.get(t.name)!;
         r.m.push(m);
-        r.ids.push(...readFileSync(idsFile, 'utf8').split('\n').filter(Boolean));
+        for (const id of readFileSync(idsFile, 'utf8').split('\n')) if (id) r.ids.push(id);
         console.log(`round ${round}  ${t.name.padEnd(20)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors + m.timeouts}  non-2xx ${m.non2xx}`);
       }
     }
@@ -200,7 +200,7 @@ async function main(): Promise<void> {
       const idsFile = join(work, `ids-paced-${t.name.replace(/\W+/g, '_')}.txt`);
       const m = await load(t.url, SECONDS, idsFile, RATE);
       paced.set(t.name, m);
-      results.get(t.name)!.ids.push(...readFileSync(idsFile, 'utf8').split('\n').filter(Boolean));
+      for (const id of readFileSync(idsFile, 'utf8').split('\n')) if (id) results.get(t.name)!.ids.push(id);
       console.log(`at ${RATE}/s   ${t.name.padEnd(20)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors + m.timeouts}  non-2xx ${m.non2xx}`);
     }
     const bare = results.get(targets[0].name)!.m;

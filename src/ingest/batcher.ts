@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import { enqueueDeliveries } from '../delivery/enqueue.ts';
-import { insertCaptures, type Capture } from '../requests/captures.ts';
+import { insertCaptures, type BodyTransport, type Capture } from '../requests/captures.ts';
 
 /**
  * What became of one capture:
@@ -52,8 +52,9 @@ export class CaptureBatcher {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private idle: (() => void) | undefined;
-  /** Counters for operators and the benchmark: batches committed and captures in them. */
-  readonly stats = { batches: 0, captures: 0 };
+  /** Counters for operators and the benchmark: batches committed, captures in them, milliseconds spent in their transactions. */
+  readonly stats = { batches: 0, captures: 0, commitMs: 0 };
+  private readonly transport: BodyTransport;
   private readonly maxBatchRows: number;
   private readonly maxBatchBytes: number;
   private readonly maxQueuedRows: number;
@@ -64,6 +65,7 @@ export class CaptureBatcher {
     private readonly opts: BatcherOptions,
     private readonly logger?: Logger,
   ) {
+    this.transport = db.kind === 'pglite' ? 'hex' : 'binary';
     this.maxBatchRows = opts.maxBatchRows ?? 500;
     this.maxBatchBytes = opts.maxBatchBytes ?? 8 * 1024 * 1024;
     this.maxQueuedRows = opts.maxQueuedRows ?? 20_000;
@@ -132,7 +134,9 @@ export class CaptureBatcher {
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      const outcomes = await this.db.transaction((tx) => commitCaptures(tx, batch.map((p) => p.capture)));
+      const started = performance.now();
+      const outcomes = await this.db.transaction((tx) => commitCaptures(tx, batch.map((p) => p.capture), this.transport));
+      this.stats.commitMs += performance.now() - started;
       this.stats.batches++;
       this.stats.captures += batch.length;
       batch.forEach((p, i) => p.resolve(outcomes[i]));
@@ -157,8 +161,8 @@ export class CaptureBatcher {
  * statement), then enqueue their deliveries in the same transaction
  * (src/delivery/enqueue.ts), so a capture never commits without them.
  */
-export async function commitCaptures(tx: Queryable, captures: readonly Capture[]): Promise<StoreOutcome[]> {
-  const live = await insertCaptures(tx, captures);
+export async function commitCaptures(tx: Queryable, captures: readonly Capture[], transport: BodyTransport): Promise<StoreOutcome[]> {
+  const live = await insertCaptures(tx, captures, transport);
   const outcome = (endpointId: string): StoreOutcome | undefined => {
     const e = live.get(endpointId);
     return e === undefined ? undefined : e.paused ? 'endpoint_paused' : 'stored';

@@ -19,13 +19,15 @@ export interface IngestDeps {
 export interface IngestOptions {
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** Capture groups committing at once (default: 1 on PGlite, 2 on PostgreSQL). */
+  maxInFlight?: number;
 }
 
 export interface IngestListener {
   server: http.Server;
   port: number;
-  /** Batches committed and the captures they held, since start. */
-  stats(): { batches: number; captures: number };
+  /** Batches committed, the captures they held and the milliseconds their transactions took, since start. */
+  stats(): { batches: number; captures: number; commitMs: number };
   close(): Promise<void>;
 }
 
@@ -58,7 +60,7 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
     // PGlite has one connection. On PostgreSQL two groups at a time: one
     // commits while the next fills; more slots would only split the same
     // load into smaller groups, each paying its own round trips and flush.
-    { batchMs: config.captureBatchMs, maxInFlight: db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1)) },
+    { batchMs: config.captureBatchMs, maxInFlight: opts.maxInFlight ?? (db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1))) },
     logger,
   );
   const proxies = trustedProxies(config.trustedProxies);

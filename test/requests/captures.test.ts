@@ -17,7 +17,7 @@ before(async () => {
 beforeEach(() => t.reset());
 after(() => t.close());
 
-test('a batch insert through unnest() round-trips every column byte-exact on this driver', async () => {
+for (const transport of ['binary', 'hex'] as const) test(`a batch insert (bodies as ${transport}) round-trips every column byte-exact on this driver`, async () => {
   const s = await seedOrg(t.db);
   const r = await createEndpoint(t.db, DEFAULT_PLANS, s.org.id, { name: 'e', createdBy: null });
   assert.ok(r.ok);
@@ -39,7 +39,7 @@ test('a batch insert through unnest() round-trips every column byte-exact on thi
       source_ip: i % 2 ? null : '2001:db8::1',
     };
   });
-  await t.db.transaction((tx) => insertCaptures(tx, caps));
+  await t.db.transaction((tx) => insertCaptures(tx, caps, transport));
   for (const c of caps) {
     const got = await getCapture(t.db, s.org.id, c.id);
     assert.ok(got);

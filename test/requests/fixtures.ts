@@ -37,6 +37,6 @@ export async function storeCaptures(db: Db, e: { id: string; organization_id: st
       source_ip: '192.0.2.1',
     } satisfies Capture;
   });
-  await db.transaction((tx) => insertCaptures(tx, caps));
+  await db.transaction((tx) => insertCaptures(tx, caps, db.kind === 'pglite' ? 'hex' : 'binary'));
   return caps;
 }
