@@ -22,6 +22,18 @@ function assertSpaced(times: number[], intervalMs: number, what: string): void {
   assert.ok(span >= (sorted.length - 1) * intervalMs * 0.8, `${what}: ${sorted.length} dispatches span ${span.toFixed(0)} ms`);
 }
 
+/**
+ * Pacing is a promise about dispatch, which the recorded attempt starts
+ * show. Arrival times add the network: on a loaded machine the first
+ * forward's TLS handshake can land it late, squeezing one gap, so arrivals
+ * are held only to their overall spread, with one interval of slack.
+ */
+function assertArrivalsSpread(times: number[], intervalMs: number, what: string): void {
+  const sorted = [...times].sort((a, b) => a - b);
+  const span = sorted[sorted.length - 1] - sorted[0];
+  assert.ok(span >= (sorted.length - 2) * intervalMs * 0.8, `${what}: ${sorted.length} arrivals span ${span.toFixed(0)} ms`);
+}
+
 describe('smooth rate limiting', () => {
   let t: TestDb;
   let workers: DeliveryWorker[] = [];
@@ -57,7 +69,7 @@ describe('smooth rate limiting', () => {
     );
     const starts = rows.filter((r) => r.paced).map((r) => new Date(r.started_at).getTime());
     assertSpaced(starts, intervalMs, 'recorded attempt starts');
-    assertSpaced(paced.received.map((r) => r.at), intervalMs, 'arrivals at the paced receiver');
+    assertArrivalsSpread(paced.received.map((r) => r.at), intervalMs, 'arrivals at the paced receiver');
     // the unpaced destination was not queued behind the paced one
     const lastFree = Math.max(...free.received.map((r) => r.at));
     const lastPaced = Math.max(...paced.received.map((r) => r.at));
@@ -77,6 +89,8 @@ describe('smooth rate limiting', () => {
     await rx.waitFor(1);
     await insertCaptures(t.db, ep, [{ body: '3' }, { body: '4' }]);
     await waitForStatus(t.db, ['succeeded'], 4);
-    assertSpaced(rx.received.map((r) => r.at), 60_000 / perMinute, 'arrivals');
+    const { rows } = await t.db.query<{ started_at: Date }>('select started_at from delivery_attempts');
+    assertSpaced(rows.map((r) => new Date(r.started_at).getTime()), 60_000 / perMinute, 'recorded attempt starts');
+    assertArrivalsSpread(rx.received.map((r) => r.at), 60_000 / perMinute, 'arrivals');
   });
 });
