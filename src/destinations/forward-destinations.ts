@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { findEndpoint } from './endpoint-ref.ts';
-import { forwardPatchProblem, rateLimitProblem, type ForwardPatch } from './rules.ts';
+import { forwardPatchProblem, rateLimitProblem, type ForwardPatch, type ForwardSettings } from './rules.ts';
 
 /**
  * Forward destinations: what one endpoint forwards each captured request to,
@@ -40,14 +40,8 @@ export const FORWARD_COLUMNS = `id, organization_id, endpoint_id, saved_destinat
 export type NewForwardDestination = { name: string; savedDestinationId?: string | null } & (
   | { destination_type: 'https'; url: string }
   | { destination_type: 'agent'; agent_id: string; target_port: number; target_path: string; environment_override: 'development' | null }
-) & {
-    method_override?: string | null;
-    retry_enabled?: boolean;
-    retry_schedule?: number[];
-    intelligent_retry?: boolean;
-    rate_limit_enabled?: boolean;
-    rate_limit_per_minute?: number | null;
-  };
+) &
+  ForwardSettings;
 
 const SETTING_COLUMNS = ['method_override', 'retry_enabled', 'retry_schedule', 'intelligent_retry', 'rate_limit_enabled', 'rate_limit_per_minute'] as const;
 
