@@ -1,3 +1,4 @@
+import type { Capture } from '../../src/requests/captures.ts';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
@@ -108,17 +109,6 @@ export function rawExchange(port: number, bytes: Buffer | string, opts: { until?
 
 /** All captures of an endpoint straight from the table, oldest first. */
 export async function storedCaptures(db: Db, endpointId: string) {
-  const { rows } = await db.query<{
-    id: string;
-    method: string;
-    path: string;
-    query: string;
-    headers: [string, string][];
-    body: Buffer;
-    body_size: number;
-    content_type: string | null;
-    source_ip: string | null;
-    received_at: Date;
-  }>('select * from captured_requests where endpoint_id = $1::uuid order by id', [endpointId]);
+  const { rows } = await db.query<Capture>('select * from captured_requests where endpoint_id = $1::uuid order by id', [endpointId]);
   return rows;
 }
