@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { adminTokenMatches } from '../../src/admin/routes.ts';
-import { ADMIN_TOKEN, buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { ADMIN_TOKEN, buildTestApp, call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { assertErrorEnvelope } from '../http/envelope.ts';
 
 // The operator API (/admin/v1), route by route: happy and error cases, then the token guard.
 
-let tdb: TestDb;
-let t: TestApp;
-
-before(async () => {
-  tdb = await openTestDb();
-  t = await buildTestApp(tdb.db);
-});
-
-after(async () => {
-  await t.close();
-  await tdb.close();
-});
+const t = useTestApp({}, { reset: false });
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 const op = (method: Method, url: string, body?: unknown, token = ADMIN_TOKEN) =>
@@ -81,7 +69,7 @@ describe('GET /admin/v1/organizations and /organizations/:id', () => {
 
 describe('PATCH /admin/v1/organizations/:id', () => {
   it('happy: changes the plan, seen by the organization’s keys at once', async () => {
-    const { org, key } = await seedOrg(tdb.db, { plan: 'free' });
+    const { org, key } = await seedOrg(t.db, { plan: 'free' });
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).json.data.organization.plan, 'free');
     const res = await op('PATCH', `/organizations/${org.id}`, { plan: 'starter' });
     assert.equal(res.status, 200);
@@ -109,7 +97,7 @@ describe('POST /admin/v1/organizations/:id/members', () => {
     const res = await op('POST', `/organizations/${org.id}/members`, { email: 'pw@example.com', role: 'admin', password: 'a very long password' });
     assert.equal(res.status, 201);
     assert.ok(!JSON.stringify(res.json).includes('password'));
-    const { rows } = await tdb.db.query<{ password_hash: string }>('select password_hash from members where id = $1', [res.json.data.id]);
+    const { rows } = await t.db.query<{ password_hash: string }>('select password_hash from members where id = $1', [res.json.data.id]);
     assert.match(rows[0].password_hash, /^scrypt\$/);
   });
 
@@ -267,7 +255,7 @@ describe('POST /admin/v1/organizations/:id/agents', () => {
     assert.match(res.json.data.id, /^[0-9a-f-]{36}$/);
     assert.match(res.json.data.token, /^wr_agent_[A-Za-z0-9_-]{43}$/);
     assert.deepEqual([res.json.data.name, res.json.data.environment, res.json.data.organization_id], ['laptop', 'development', org.id]);
-    const { rows } = await tdb.db.query<Record<string, unknown>>('select * from agents where id = $1', [res.json.data.id]);
+    const { rows } = await t.db.query<Record<string, unknown>>('select * from agents where id = $1', [res.json.data.id]);
     assert.ok(!JSON.stringify(rows[0]).includes(res.json.data.token.slice(-20)), 'only a hash is stored');
     const log = (await op('GET', `/organizations/${org.id}/audit-log`)).json.data.data;
     assert.ok(log.some((e: { action: string; actor_type: string }) => e.action === 'agent.enrolled' && e.actor_type === 'operator'));
@@ -307,7 +295,7 @@ describe('the operator token', () => {
   ];
 
   it('answers 401 on every route without the token, with a wrong one, or with an API key', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     for (const [method, url] of routes) {
       for (const token of ['', 'wrong-token-0123456789', ADMIN_TOKEN + 'x', ADMIN_TOKEN.slice(0, -1), key]) {
         assertErrorEnvelope(await op(method, url, method === 'GET' || method === 'DELETE' ? undefined : {}, token), 401, 'unauthorized');
@@ -318,7 +306,7 @@ describe('the operator token', () => {
   });
 
   it('answers 404 on every route when WEIR_ADMIN_TOKEN is unset, as if the API did not exist', async () => {
-    const closed = await buildTestApp(tdb.db, { adminToken: undefined });
+    const closed = await buildTestApp(t.db, { adminToken: undefined });
     try {
       for (const [method, url] of routes) {
         const res = await call(closed.app, method, `/admin/v1${url}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

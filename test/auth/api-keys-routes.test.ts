@@ -1,31 +1,19 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { hashKey } from '../../src/auth/key-format.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { assertErrorEnvelope } from '../http/envelope.ts';
 
 // /v1/api-keys: members managing keys with full-access keys.
 
-let tdb: TestDb;
-let t: TestApp;
-
-before(async () => {
-  tdb = await openTestDb();
-  t = await buildTestApp(tdb.db);
-});
-
-after(async () => {
-  await t.close();
-  await tdb.close();
-});
+const t = useTestApp({}, { reset: false });
 
 const inFuture = (ms: number) => new Date(Date.now() + ms).toISOString();
 
 describe('POST /v1/api-keys', () => {
   describe('happy', () => {
     it('mints a full-access key for oneself, shown once with its display prefix', async () => {
-      const { key, memberId, org } = await seedOrg(tdb.db, { role: 'viewer', region: 'eu' });
+      const { key, memberId, org } = await seedOrg(t.db, { role: 'viewer', region: 'eu' });
       const res = await call(t.app, 'POST', '/v1/api-keys', { key, body: { name: 'ci' } });
       assert.equal(res.status, 201);
       const d = res.json.data;
@@ -40,7 +28,7 @@ describe('POST /v1/api-keys', () => {
     });
 
     it('mints a custom key with scopes and an expiry', async () => {
-      const { key } = await seedOrg(tdb.db);
+      const { key } = await seedOrg(t.db);
       const expires = inFuture(3_600_000);
       const res = await call(t.app, 'POST', '/v1/api-keys', {
         key,
@@ -52,9 +40,9 @@ describe('POST /v1/api-keys', () => {
     });
 
     it('lets an admin mint a key for another member of the organization', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+      const { org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
       const res = await call(t.app, 'POST', '/v1/api-keys', { key: a.key, body: { name: 'for dev', member_id: d.memberId } });
       assert.equal(res.status, 201);
       assert.equal(res.json.data.member_id, d.memberId);
@@ -78,7 +66,7 @@ describe('POST /v1/api-keys', () => {
       ['a member_id that is not a UUID', { name: 'x', member_id: 'someone' }, /"member_id" has an invalid format/],
     ] as const) {
       it(`refuses ${what} with 400 bad_request`, async () => {
-        const { key } = await seedOrg(tdb.db);
+        const { key } = await seedOrg(t.db);
         const res = await call(t.app, 'POST', '/v1/api-keys', { key, body });
         assertErrorEnvelope(res, 400, 'bad_request');
         assert.match(res.json.error.message, message);
@@ -86,14 +74,14 @@ describe('POST /v1/api-keys', () => {
     }
 
     it('answers 404 for a member that does not exist', async () => {
-      const { key } = await seedOrg(tdb.db);
+      const { key } = await seedOrg(t.db);
       assertErrorEnvelope(await call(t.app, 'POST', '/v1/api-keys', { key, body: { name: 'x', member_id: '01900000-0000-7000-8000-000000000000' } }), 404, 'not_found');
     });
 
     it('refuses a key for a deactivated member with 400', async () => {
-      const { key, org } = await seedOrg(tdb.db);
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
-      await tdb.db.query('update members set active = false where id = $1', [d.memberId]);
+      const { key, org } = await seedOrg(t.db);
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
+      await t.db.query('update members set active = false where id = $1', [d.memberId]);
       const res = await call(t.app, 'POST', '/v1/api-keys', { key, body: { name: 'x', member_id: d.memberId } });
       assertErrorEnvelope(res, 400, 'bad_request');
       assert.match(res.json.error.message, /deactivated/);
@@ -102,9 +90,9 @@ describe('POST /v1/api-keys', () => {
 
   describe('security', () => {
     it('stores only a hash: the key is in no table, and the list shows only the display prefix', async () => {
-      const { key } = await seedOrg(tdb.db);
+      const { key } = await seedOrg(t.db);
       const minted = (await call(t.app, 'POST', '/v1/api-keys', { key, body: { name: 'secret' } })).json.data;
-      const { rows } = await tdb.db.query<Record<string, unknown>>('select * from api_keys where id = $1', [minted.id]);
+      const { rows } = await t.db.query<Record<string, unknown>>('select * from api_keys where id = $1', [minted.id]);
       assert.ok(!JSON.stringify(rows[0]).includes(minted.key.slice(-20)));
       assert.deepEqual(Buffer.from(rows[0].key_hash as Uint8Array), hashKey(minted.key));
       const list = await call(t.app, 'GET', '/v1/api-keys', { key });
@@ -116,38 +104,38 @@ describe('POST /v1/api-keys', () => {
     });
 
     it('refuses a developer minting keys for someone else (403)', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
-      const v = await addMemberWithKey(tdb.db, org.id, 'viewer');
+      const { org } = await seedOrg(t.db);
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
+      const v = await addMemberWithKey(t.db, org.id, 'viewer');
       const res = await call(t.app, 'POST', '/v1/api-keys', { key: d.key, body: { name: 'x', member_id: v.memberId } });
       assertErrorEnvelope(res, 403, 'forbidden');
       assert.match(res.json.error.message, /api_keys\.manage/);
     });
 
     it('refuses an admin minting a key for a super_admin (403): the key would act above its creator', async () => {
-      const { org, memberId: superAdmin } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+      const { org, memberId: superAdmin } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
       const res = await call(t.app, 'POST', '/v1/api-keys', { key: a.key, body: { name: 'x', member_id: superAdmin } });
       assertErrorEnvelope(res, 403, 'forbidden');
       assert.match(res.json.error.message, /admin cannot create keys for a super_admin/);
     });
 
     it('answers 404 for a member of another organization', async () => {
-      const a = await seedOrg(tdb.db);
-      const b = await seedOrg(tdb.db);
+      const a = await seedOrg(t.db);
+      const b = await seedOrg(t.db);
       assertErrorEnvelope(await call(t.app, 'POST', '/v1/api-keys', { key: a.key, body: { name: 'x', member_id: b.memberId } }), 404, 'not_found');
     });
 
     it('refuses custom-scope keys, so a narrowed key cannot mint a wider one (403)', async () => {
-      const { key } = await seedOrg(tdb.db, { scopes: ['endpoints:read', 'members:manage', 'members:invite'] });
+      const { key } = await seedOrg(t.db, { scopes: ['endpoints:read', 'members:manage', 'members:invite'] });
       assertErrorEnvelope(await call(t.app, 'POST', '/v1/api-keys', { key, body: { name: 'wider' } }), 403, 'forbidden');
     });
 
     it('writes key creation to the audit log with actor, key name and time', async () => {
-      const { key, memberId, org } = await seedOrg(tdb.db);
+      const { key, memberId, org } = await seedOrg(t.db);
       const before = Date.now();
       const minted = (await call(t.app, 'POST', '/v1/api-keys', { key, body: { name: 'audited key' } })).json.data;
-      const { rows } = await tdb.db.query<any>(`select * from audit_log where organization_id = $1 and action = 'api_key.created' and target_id = $2`, [org.id, minted.id]);
+      const { rows } = await t.db.query<any>(`select * from audit_log where organization_id = $1 and action = 'api_key.created' and target_id = $2`, [org.id, minted.id]);
       assert.equal(rows.length, 1);
       assert.equal(rows[0].actor_type, 'member');
       assert.equal(rows[0].actor_id, memberId);
@@ -159,8 +147,8 @@ describe('POST /v1/api-keys', () => {
 
 describe('GET /v1/api-keys', () => {
   it('shows a developer only their own keys', async () => {
-    const { org, keyId: othersKey } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { org, keyId: othersKey } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'developer');
     const res = await call(t.app, 'GET', '/v1/api-keys', { key: d.key });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.data.data.map((k: { id: string }) => k.id), [d.keyId]);
@@ -168,9 +156,9 @@ describe('GET /v1/api-keys', () => {
   });
 
   it('shows an admin every key of the organization, and none of another', async () => {
-    const { org, keyId } = await seedOrg(tdb.db);
-    const a = await addMemberWithKey(tdb.db, org.id, 'admin');
-    const other = await seedOrg(tdb.db);
+    const { org, keyId } = await seedOrg(t.db);
+    const a = await addMemberWithKey(t.db, org.id, 'admin');
+    const other = await seedOrg(t.db);
     const ids = (await call(t.app, 'GET', '/v1/api-keys', { key: a.key })).json.data.data.map((k: { id: string }) => k.id);
     assert.deepEqual(new Set(ids), new Set([keyId, a.keyId]));
     assert.ok(!ids.includes(other.keyId));
@@ -179,8 +167,8 @@ describe('GET /v1/api-keys', () => {
 
 describe('PATCH /v1/api-keys/:id', () => {
   it('happy: narrows a key to custom scopes, effective on its next request', async () => {
-    const { key, org } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'super_admin');
+    const { key, org } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'super_admin');
     assert.equal((await call(t.app, 'GET', '/v1/members', { key: d.key })).status, 200);
     const res = await call(t.app, 'PATCH', `/v1/api-keys/${d.keyId}`, { key, body: { access_mode: 'custom', scopes: ['usage:read'] } });
     assert.equal(res.status, 200);
@@ -192,8 +180,8 @@ describe('PATCH /v1/api-keys/:id', () => {
   });
 
   it('error: refuses bad scope sets with 400 and unknown or revoked keys with 404', async () => {
-    const { key, org } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { key, org } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'developer');
     assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/api-keys/${d.keyId}`, { key, body: { access_mode: 'custom', scopes: [] } }), 400, 'bad_request');
     assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/api-keys/${d.keyId}`, { key, body: { access_mode: 'custom', scopes: ['requests:replay'] } }), 400, 'bad_request');
     assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/api-keys/${d.keyId}`, { key, body: { scopes: ['usage:read'] } }), 400, 'bad_request');
@@ -203,11 +191,11 @@ describe('PATCH /v1/api-keys/:id', () => {
   });
 
   it('security: needs api_keys.manage (403 for a developer, even on their own key) and hides other organizations (404)', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { org } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'developer');
     assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/api-keys/${d.keyId}`, { key: d.key, body: { access_mode: 'full' } }), 403, 'forbidden');
-    const other = await seedOrg(tdb.db);
-    const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+    const other = await seedOrg(t.db);
+    const a = await addMemberWithKey(t.db, org.id, 'admin');
     assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/api-keys/${other.keyId}`, { key: a.key, body: { access_mode: 'custom', scopes: ['usage:read'] } }), 404, 'not_found');
     assert.equal((await call(t.app, 'GET', '/v1/me', { key: other.key })).json.data.api_key.access_mode, 'full');
   });
@@ -215,8 +203,8 @@ describe('PATCH /v1/api-keys/:id', () => {
 
 describe('DELETE /v1/api-keys/:id', () => {
   it('happy: revokes one’s own key (204); it answers 401 on the very next request; revoking again is 204', async () => {
-    const { key, org } = await seedOrg(tdb.db);
-    const v = await addMemberWithKey(tdb.db, org.id, 'viewer');
+    const { key, org } = await seedOrg(t.db);
+    const v = await addMemberWithKey(t.db, org.id, 'viewer');
     const second = (await call(t.app, 'POST', '/v1/api-keys', { key: v.key, body: { name: 'rotation' } })).json.data;
     assert.equal((await call(t.app, 'GET', '/v1/me', { key: v.key })).status, 200);
     assert.equal((await call(t.app, 'DELETE', `/v1/api-keys/${v.keyId}`, { key: second.key })).status, 204);
@@ -226,35 +214,35 @@ describe('DELETE /v1/api-keys/:id', () => {
   });
 
   it('happy: a revoked key stays revoked: it cannot be edited back to life', async () => {
-    const { key, org } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { key, org } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'developer');
     assert.equal((await call(t.app, 'DELETE', `/v1/api-keys/${d.keyId}`, { key })).status, 204);
     assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/api-keys/${d.keyId}`, { key, body: { access_mode: 'full' } }), 404, 'not_found');
     assertErrorEnvelope(await call(t.app, 'GET', '/v1/me', { key: d.key }), 401, 'unauthorized');
   });
 
   it('error: answers 404 for unknown ids and ids that are not UUIDs', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     assertErrorEnvelope(await call(t.app, 'DELETE', '/v1/api-keys/01900000-0000-7000-8000-000000000000', { key }), 404, 'not_found');
     assertErrorEnvelope(await call(t.app, 'DELETE', '/v1/api-keys/123', { key }), 404, 'not_found');
   });
 
   it('security: a developer cannot revoke a colleague’s key (403), another organization’s key is 404 and keeps working', async () => {
-    const { org, keyId } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { org, keyId } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'developer');
     assertErrorEnvelope(await call(t.app, 'DELETE', `/v1/api-keys/${keyId}`, { key: d.key }), 403, 'forbidden');
-    const other = await seedOrg(tdb.db);
-    const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+    const other = await seedOrg(t.db);
+    const a = await addMemberWithKey(t.db, org.id, 'admin');
     assertErrorEnvelope(await call(t.app, 'DELETE', `/v1/api-keys/${other.keyId}`, { key: a.key }), 404, 'not_found');
     assert.equal((await call(t.app, 'GET', '/v1/me', { key: other.key })).status, 200);
   });
 
   it('security: writes one revocation entry to the audit log with actor, key name and time', async () => {
-    const { key, memberId, org } = await seedOrg(tdb.db);
-    const victim = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { key, memberId, org } = await seedOrg(t.db);
+    const victim = await addMemberWithKey(t.db, org.id, 'developer');
     await call(t.app, 'DELETE', `/v1/api-keys/${victim.keyId}`, { key });
     await call(t.app, 'DELETE', `/v1/api-keys/${victim.keyId}`, { key });
-    const { rows } = await tdb.db.query<any>(`select * from audit_log where action = 'api_key.revoked' and target_id = $1`, [victim.keyId]);
+    const { rows } = await t.db.query<any>(`select * from audit_log where action = 'api_key.revoked' and target_id = $1`, [victim.keyId]);
     assert.equal(rows.length, 1);
     assert.equal(rows[0].actor_id, memberId);
     assert.equal(rows[0].target_name, 'test');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
 import { createApiKey, revokeApiKey, updateApiKeyAccess } from '../../src/auth/api-keys.ts';
 import { Authenticator } from '../../src/auth/authenticate.ts';
 import { generateKey } from '../../src/auth/key-format.ts';
@@ -7,22 +7,10 @@ import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { updateMember } from '../../src/orgs/members.ts';
 import { updateOrganization } from '../../src/orgs/organizations.ts';
-import { addMemberWithKey, ADMIN_TOKEN, buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, ADMIN_TOKEN, call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { assertErrorEnvelope } from '../http/envelope.ts';
 
-let tdb: TestDb;
-let t: TestApp;
-
-before(async () => {
-  tdb = await openTestDb();
-  t = await buildTestApp(tdb.db);
-});
-
-after(async () => {
-  await t.close();
-  await tdb.close();
-});
+const t = useTestApp({}, { reset: false });
 
 const bearer = (key: string) => `Bearer ${key}`;
 const admin = (method: 'PATCH' | 'DELETE' | 'POST', url: string, body?: unknown) => call(t.app, method, url, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -42,14 +30,14 @@ describe('keys that answer 401', () => {
   });
 
   it('refuses a header that is not a Bearer token', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     for (const header of [`Basic ${Buffer.from(`x:${key}`).toString('base64')}`, key, `Bearer`, `Bearer ${key} extra`, `Token ${key}`]) {
       assertErrorEnvelope(await call(t.app, 'GET', '/v1/me', { headers: { authorization: header } }), 401, 'unauthorized');
     }
   });
 
   it('refuses garbage, a wrong checksum and a well-formed key that was never issued', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     const wrongChecksum = key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a');
     for (const k of ['garbage', 'wr_live_us_x', wrongChecksum, generateKey('us'), "wr_live_us_'; drop table api_keys; --"]) {
       assertErrorEnvelope(await call(t.app, 'GET', '/v1/me', { key: k }), 401, 'unauthorized');
@@ -57,17 +45,17 @@ describe('keys that answer 401', () => {
   });
 
   it('refuses a revoked key from the very next request, though it was cached', async () => {
-    const { key, keyId } = await seedOrg(tdb.db);
+    const { key, keyId } = await seedOrg(t.db);
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).status, 200);
     assert.equal((await admin('DELETE', `/admin/v1/api-keys/${keyId}`)).status, 204);
     assertErrorEnvelope(await call(t.app, 'GET', '/v1/me', { key }), 401, 'unauthorized');
   });
 
   it('refuses an expired key the moment it expires, though it was cached', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const member = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { org } = await seedOrg(t.db);
+    const member = await addMemberWithKey(t.db, org.id, 'developer');
     const expiresAt = new Date(Date.now() + 1500);
-    const created = await createApiKey(tdb.db, { memberId: member.memberId, name: 'short-lived', accessMode: 'full', scopes: [], expiresAt }, { type: 'system' });
+    const created = await createApiKey(t.db, { memberId: member.memberId, name: 'short-lived', accessMode: 'full', scopes: [], expiresAt }, { type: 'system' });
     assert.ok(created.ok);
     assert.equal((await call(t.app, 'GET', '/v1/me', { key: created.key })).status, 200);
     await new Promise((r) => setTimeout(r, expiresAt.getTime() - Date.now() + 20));
@@ -75,8 +63,8 @@ describe('keys that answer 401', () => {
   });
 
   it('refuses the keys of a deactivated member at once, and accepts them again on reactivation', async () => {
-    const { key, memberId, org } = await seedOrg(tdb.db, { role: 'developer' });
-    await addMemberWithKey(tdb.db, org.id, 'super_admin');
+    const { key, memberId, org } = await seedOrg(t.db, { role: 'developer' });
+    await addMemberWithKey(t.db, org.id, 'super_admin');
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).status, 200);
     assert.equal((await admin('PATCH', `/admin/v1/members/${memberId}`, { active: false })).status, 200);
     assertErrorEnvelope(await call(t.app, 'GET', '/v1/me', { key }), 401, 'unauthorized');
@@ -87,8 +75,8 @@ describe('keys that answer 401', () => {
 
 describe('live roles', () => {
   it('refuses what a demoted creator may no longer do at once (403), though the key was cached', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+    const { org } = await seedOrg(t.db);
+    const a = await addMemberWithKey(t.db, org.id, 'admin');
     const invite = () => call(t.app, 'POST', '/v1/members', { key: a.key, body: { email: `x${Math.random()}@example.com`, role: 'viewer' } });
     assert.equal((await invite()).status, 201);
     assert.equal((await admin('PATCH', `/admin/v1/members/${a.memberId}`, { role: 'developer' })).status, 200);
@@ -101,17 +89,17 @@ describe('live roles', () => {
   });
 
   it('gives back what a promoted creator may now do at once', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const v = await addMemberWithKey(tdb.db, org.id, 'viewer');
+    const { org } = await seedOrg(t.db);
+    const v = await addMemberWithKey(t.db, org.id, 'viewer');
     assert.equal((await call(t.app, 'GET', '/v1/audit-log', { key: v.key })).status, 403);
     assert.equal((await admin('PATCH', `/admin/v1/members/${v.memberId}`, { role: 'admin' })).status, 200);
     assert.equal((await call(t.app, 'GET', '/v1/audit-log', { key: v.key })).status, 200);
   });
 
   it('lowers a key one member minted for another to the creator’s live role', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const creator = await addMemberWithKey(tdb.db, org.id, 'admin');
-    const owner = await addMemberWithKey(tdb.db, org.id, 'admin');
+    const { org } = await seedOrg(t.db);
+    const creator = await addMemberWithKey(t.db, org.id, 'admin');
+    const owner = await addMemberWithKey(t.db, org.id, 'admin');
     const minted = await call(t.app, 'POST', '/v1/api-keys', { key: creator.key, body: { name: 'for a colleague', member_id: owner.memberId } });
     assert.equal(minted.status, 201, JSON.stringify(minted.json));
     const key = minted.json.data.key;
@@ -127,9 +115,9 @@ describe('live roles', () => {
   });
 
   it('stops a key one member minted for another when the creator is deactivated (401)', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const creator = await addMemberWithKey(tdb.db, org.id, 'admin');
-    const owner = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { org } = await seedOrg(t.db);
+    const creator = await addMemberWithKey(t.db, org.id, 'admin');
+    const owner = await addMemberWithKey(t.db, org.id, 'developer');
     const minted = await call(t.app, 'POST', '/v1/api-keys', { key: creator.key, body: { name: 'for a colleague', member_id: owner.memberId } });
     const key = minted.json.data.key;
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).status, 200);
@@ -139,7 +127,7 @@ describe('live roles', () => {
   });
 
   it('reflects a plan change in the cached context at once', async () => {
-    const { key, org } = await seedOrg(tdb.db, { plan: 'free' });
+    const { key, org } = await seedOrg(t.db, { plan: 'free' });
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).json.data.organization.plan, 'free');
     assert.equal((await admin('PATCH', `/admin/v1/organizations/${org.id}`, { plan: 'pro' })).status, 200);
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).json.data.organization.plan, 'pro');
@@ -154,23 +142,23 @@ describe('the cache and its invalidation', () => {
 
   /** A second node's authenticator: on PostgreSQL its own pool and LISTEN connection. */
   async function secondNode(): Promise<{ db: Db; auth: Authenticator }> {
-    const db = tdb.url ? await openPostgres(tdb.url, { poolSize: 2 }) : tdb.db;
+    const db = t.testDb.url ? await openPostgres(t.testDb.url, { poolSize: 2 }) : t.db;
     const auth = new Authenticator(db);
     await auth.start();
-    extra.push({ close: async () => (await auth.stop(), tdb.url ? await db.close() : undefined) });
+    extra.push({ close: async () => (await auth.stop(), t.testDb.url ? await db.close() : undefined) });
     return { db, auth };
   }
 
   for (const [change, apply, expectation] of [
-    ['a revocation', async (s: { keyId: string }) => revokeApiKey(tdb.db, s.keyId, { type: 'operator' }), 'null'],
-    ['a deactivation', async (s: { memberId: string }) => updateMember(tdb.db, s.memberId, { active: false }, { type: 'operator' }), 'null'],
-    ['a demotion', async (s: { memberId: string }) => updateMember(tdb.db, s.memberId, { role: 'viewer' }, { type: 'operator' }), 'viewer'],
-    ['a scope change', async (s: { keyId: string }) => updateApiKeyAccess(tdb.db, s.keyId, { accessMode: 'custom', scopes: ['usage:read'] }, { type: 'operator' }), 'usage:read'],
-    ['a plan change', async (s: { orgId: string }) => updateOrganization(tdb.db, s.orgId, { plan: 'business' }), 'business'],
+    ['a revocation', async (s: { keyId: string }) => revokeApiKey(t.db, s.keyId, { type: 'operator' }), 'null'],
+    ['a deactivation', async (s: { memberId: string }) => updateMember(t.db, s.memberId, { active: false }, { type: 'operator' }), 'null'],
+    ['a demotion', async (s: { memberId: string }) => updateMember(t.db, s.memberId, { role: 'viewer' }, { type: 'operator' }), 'viewer'],
+    ['a scope change', async (s: { keyId: string }) => updateApiKeyAccess(t.db, s.keyId, { accessMode: 'custom', scopes: ['usage:read'] }, { type: 'operator' }), 'usage:read'],
+    ['a plan change', async (s: { orgId: string }) => updateOrganization(t.db, s.orgId, { plan: 'business' }), 'business'],
   ] as const) {
     it(`drops another node's cached context on the NOTIFY of ${change}`, async () => {
-      const { org, memberId, keyId, key } = await seedOrg(tdb.db, { role: 'admin', plan: 'starter' });
-      await addMemberWithKey(tdb.db, org.id, 'super_admin');
+      const { org, memberId, keyId, key } = await seedOrg(t.db, { role: 'admin', plan: 'starter' });
+      await addMemberWithKey(t.db, org.id, 'super_admin');
       const node2 = await secondNode();
       const before = await node2.auth.authenticate(bearer(key));
       assert.equal(before?.role, 'admin');
@@ -185,8 +173,8 @@ describe('the cache and its invalidation', () => {
   }
 
   it('serves repeated authentications from the cache, without a query', async () => {
-    const { key } = await seedOrg(tdb.db);
-    const counting = countingDb(tdb.db);
+    const { key } = await seedOrg(t.db);
+    const counting = countingDb(t.db);
     const auth = new Authenticator(counting.db);
     await auth.start();
     extra.push({ close: () => auth.stop() });
@@ -197,8 +185,8 @@ describe('the cache and its invalidation', () => {
   });
 
   it('does not cache while the LISTEN connection is down, and drops what it had', async () => {
-    const { key } = await seedOrg(tdb.db);
-    const counting = countingDb(tdb.db);
+    const { key } = await seedOrg(t.db);
+    const counting = countingDb(t.db);
     const auth = new Authenticator(counting.db);
     await auth.start();
     extra.push({ close: () => auth.stop() });
@@ -214,8 +202,8 @@ describe('the cache and its invalidation', () => {
   });
 
   it('does not cache a lookup that raced with an invalidation', async () => {
-    const { key } = await seedOrg(tdb.db);
-    const counting = countingDb(tdb.db);
+    const { key } = await seedOrg(t.db);
+    const counting = countingDb(t.db);
     const auth = new Authenticator(counting.db);
     await auth.start();
     extra.push({ close: () => auth.stop() });
@@ -227,8 +215,8 @@ describe('the cache and its invalidation', () => {
   });
 
   it('does not cache before start()', async () => {
-    const { key } = await seedOrg(tdb.db);
-    const counting = countingDb(tdb.db);
+    const { key } = await seedOrg(t.db);
+    const counting = countingDb(t.db);
     const auth = new Authenticator(counting.db);
     await auth.authenticate(bearer(key));
     await auth.authenticate(bearer(key));
@@ -236,10 +224,10 @@ describe('the cache and its invalidation', () => {
   });
 
   it('records when a key was last used', async () => {
-    const { key, keyId } = await seedOrg(tdb.db);
+    const { key, keyId } = await seedOrg(t.db);
     assert.equal((await call(t.app, 'GET', '/v1/me', { key })).status, 200);
     await pollUntil(async () => {
-      const { rows } = await tdb.db.query<{ last_used_at: Date | null }>('select last_used_at from api_keys where id = $1', [keyId]);
+      const { rows } = await t.db.query<{ last_used_at: Date | null }>('select last_used_at from api_keys where id = $1', [keyId]);
       return rows[0].last_used_at !== null;
     });
   });

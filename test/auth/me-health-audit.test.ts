@@ -1,32 +1,20 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { authRoutes } from '../../src/auth/routes.ts';
 import { SCOPES } from '../../src/auth/permissions.ts';
 import type { RouteAuth } from '../../src/http/route-auth.ts';
 import { memberRoutes } from '../../src/orgs/routes.ts';
 import { routeModules } from '../../src/routes.ts';
-import { addMemberWithKey, ADMIN_TOKEN, buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, ADMIN_TOKEN, call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { ROOT } from '../helpers/weir-process.ts';
 import { assertErrorEnvelope } from '../http/envelope.ts';
 
-let tdb: TestDb;
-let t: TestApp;
-
-before(async () => {
-  tdb = await openTestDb();
-  t = await buildTestApp(tdb.db);
-});
-
-after(async () => {
-  await t.close();
-  await tdb.close();
-});
+const t = useTestApp({}, { reset: false });
 
 describe('GET /v1/me', () => {
   it('happy: describes the organization, member, key and live permissions', async () => {
-    const { key, keyId, memberId, org } = await seedOrg(tdb.db, { role: 'developer', plan: 'pro', region: 'eu' });
+    const { key, keyId, memberId, org } = await seedOrg(t.db, { role: 'developer', plan: 'pro', region: 'eu' });
     const res = await call(t.app, 'GET', '/v1/me', { key });
     assert.equal(res.status, 200);
     const d = res.json.data;
@@ -39,7 +27,7 @@ describe('GET /v1/me', () => {
   });
 
   it('happy: accepts a custom key of any scope and shows its scopes', async () => {
-    const { key } = await seedOrg(tdb.db, { scopes: ['usage:read'] });
+    const { key } = await seedOrg(t.db, { scopes: ['usage:read'] });
     const res = await call(t.app, 'GET', '/v1/me', { key });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.data.api_key.scopes, ['usage:read']);
@@ -50,7 +38,7 @@ describe('GET /v1/me', () => {
   });
 
   it('security: never shows the key, its hash or a password hash', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     const text = JSON.stringify((await call(t.app, 'GET', '/v1/me', { key })).json);
     assert.ok(!text.includes(key.slice(-20)));
     assert.doesNotMatch(text, /key_hash|password/);
@@ -59,11 +47,11 @@ describe('GET /v1/me', () => {
 
 describe('GET /v1/health', () => {
   it('happy: answers ok with the database kind and notification state to any valid key', async () => {
-    const { key } = await seedOrg(tdb.db, { role: 'viewer', scopes: ['usage:read'] });
+    const { key } = await seedOrg(t.db, { role: 'viewer', scopes: ['usage:read'] });
     const res = await call(t.app, 'GET', '/v1/health', { key });
     assert.equal(res.status, 200);
     assert.equal(res.json.data.status, 'ok');
-    assert.equal(res.json.data.database.kind, tdb.db.kind);
+    assert.equal(res.json.data.database.kind, t.db.kind);
     assert.equal(res.json.data.database.reachable, true);
     assert.equal(res.json.data.notifications, 'connected');
   });
@@ -75,8 +63,8 @@ describe('GET /v1/health', () => {
 
 describe('GET /v1/audit-log', () => {
   it('happy: pages the organization’s key and member events, newest first', async () => {
-    const { key, org } = await seedOrg(tdb.db);
-    const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+    const { key, org } = await seedOrg(t.db);
+    const d = await addMemberWithKey(t.db, org.id, 'developer');
     await call(t.app, 'PATCH', `/v1/members/${d.memberId}`, { key, body: { role: 'viewer' } });
     await call(t.app, 'DELETE', `/v1/api-keys/${d.keyId}`, { key });
     const first = await call(t.app, 'GET', '/v1/audit-log?limit=2', { key });
@@ -90,25 +78,25 @@ describe('GET /v1/audit-log', () => {
   });
 
   it('error: refuses a bad limit or cursor with 400', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     for (const q of ['limit=0', 'limit=101', 'limit=ten', 'before=yesterday', 'since=1']) {
       assertErrorEnvelope(await call(t.app, 'GET', `/v1/audit-log?${q}`, { key }), 400, 'bad_request');
     }
   });
 
   it('security: closed to developers and viewers (403), and shows nothing of another organization', async () => {
-    const { org } = await seedOrg(tdb.db);
+    const { org } = await seedOrg(t.db);
     for (const role of ['developer', 'viewer'] as const) {
-      assertErrorEnvelope(await call(t.app, 'GET', '/v1/audit-log', { key: (await addMemberWithKey(tdb.db, org.id, role)).key }), 403, 'forbidden');
+      assertErrorEnvelope(await call(t.app, 'GET', '/v1/audit-log', { key: (await addMemberWithKey(t.db, org.id, role)).key }), 403, 'forbidden');
     }
-    const other = await seedOrg(tdb.db);
+    const other = await seedOrg(t.db);
     const entries = (await call(t.app, 'GET', '/v1/audit-log?limit=100', { key: other.key })).json.data.data;
     assert.ok(entries.length > 0);
     assert.ok(entries.every((e: { organization_id: string }) => e.organization_id === other.org.id));
   });
 
   it('security: the operator reads the same entries', async () => {
-    const { key, org } = await seedOrg(tdb.db);
+    const { key, org } = await seedOrg(t.db);
     const mine = (await call(t.app, 'GET', '/v1/audit-log?limit=100', { key })).json.data.data;
     const ops = await call(t.app, 'GET', `/admin/v1/organizations/${org.id}/audit-log?limit=100`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     assert.deepEqual(ops.json.data.data, mine);
@@ -126,7 +114,7 @@ describe('route declarations', () => {
     });
     await app.register(
       async (v1) => {
-        for (const m of modules) await m(v1, { db: tdb.db, config: t.config, authenticator: t.authenticator, logger: t.app.log as never, urls: { publicUrl: '', ingestUrl: '' } });
+        for (const m of modules) await m(v1, { db: t.db, config: t.config, authenticator: t.authenticator, logger: t.app.log as never, urls: { publicUrl: '', ingestUrl: '' } });
       },
       { prefix: '/v1' },
     );

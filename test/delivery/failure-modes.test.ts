@@ -1,41 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
-import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { describe, it } from 'node:test';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
-import { closedPort, startReceiver, type Receiver, type Reply, type ReceiverOptions } from '../helpers/https.ts';
-import { attempts, deliveries, orgWithEndpoint, startTestWorker, waitForStatus, waitUntil } from './helpers.ts';
+import { closedPort, type Reply } from '../helpers/https.ts';
+import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
 
 // A long first retry delay: a retried delivery stays visibly pending for the whole test.
 const LATER = [600];
 
 describe('failure modes', () => {
-  let t: TestDb;
-  let worker: DeliveryWorker | undefined;
-  const receivers: Receiver[] = [];
-  const receiver = async (opts: ReceiverOptions = {}) => {
-    const r = await startReceiver(opts);
-    receivers.push(r);
-    return r;
-  };
-
-  before(async () => {
-    t = await openTestDb();
-  });
-  beforeEach(() => t.reset());
-  afterEach(async () => {
-    await worker?.stop(0);
-    worker = undefined;
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-  });
-  after(() => t.close());
+  const t = useWorkerTest({ stopGraceMs: 0 });
 
   /** One capture to one destination at `url`; waits for its first attempt and returns the delivery and that attempt. */
   async function forwardOnce(url: string, dest: Parameters<typeof insertForwardDestination>[2] = {}, workerOpts: Parameters<typeof startTestWorker>[1] = {}) {
     const ep = await orgWithEndpoint(t.db);
     await insertForwardDestination(t.db, ep, { url, retrySchedule: LATER, ...dest });
     await insertCaptures(t.db, ep, [{ body: '{"x":1}' }]);
-    worker = await startTestWorker(t.db, workerOpts);
+    t.worker = await startTestWorker(t.db, workerOpts);
     const [attempt] = await waitUntil(async () => {
       const a = await attempts(t.db);
       return a.length > 0 ? a : undefined;
@@ -44,7 +24,7 @@ describe('failure modes', () => {
     return { delivery, attempt };
   }
 
-  const replying = (reply: Reply) => receiver({ reply: () => reply });
+  const replying = (reply: Reply) => t.receiver({ reply: () => reply });
 
   it('retries a refused connection', async () => {
     const { delivery, attempt } = await forwardOnce(`https://127.0.0.1:${await closedPort()}/`);
@@ -64,7 +44,7 @@ describe('failure modes', () => {
   });
 
   it('retries a TLS error (certificate not trusted)', async () => {
-    const rx = await receiver({ untrusted: true });
+    const rx = await t.receiver({ untrusted: true });
     const { delivery, attempt } = await forwardOnce(rx.url);
     assert.equal(attempt.error_class, 'tls_error');
     assert.match(attempt.error_message ?? '', /certificate/i);
@@ -145,11 +125,11 @@ describe('failure modes', () => {
   });
 
   it('retries until it succeeds, with the same webhook-id each time', async () => {
-    const rx = await receiver({ reply: (_r, i) => (i < 2 ? { status: 503 } : { status: 204, body: '' }) });
+    const rx = await t.receiver({ reply: (_r, i) => (i < 2 ? { status: 503 } : { status: 204, body: '' }) });
     const ep = await orgWithEndpoint(t.db);
     await insertForwardDestination(t.db, ep, { url: rx.url, retrySchedule: [0, 0, 600] });
     const [capture] = await insertCaptures(t.db, ep, [{ body: '{}' }]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     await waitForStatus(t.db, ['succeeded'], 1);
     const [d] = await deliveries(t.db);
     assert.equal(d.attempt_count, 3);
@@ -163,7 +143,7 @@ describe('failure modes', () => {
     const ep = await orgWithEndpoint(t.db);
     await insertForwardDestination(t.db, ep, { url: rx.url, retrySchedule: [0, 0] });
     await insertCaptures(t.db, ep, [{ body: '{}' }]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     await waitForStatus(t.db, ['dead'], 1);
     const [d] = await deliveries(t.db);
     assert.equal(d.attempt_count, 3);
@@ -180,7 +160,7 @@ describe('failure modes', () => {
   });
 
   it('fails at once, without retry, a request HTTP cannot carry', async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const { delivery, attempt } = await forwardOnce(rx.url, { methodOverride: 'NOT A METHOD', intelligentRetry: false });
     assert.equal(attempt.error_class, 'invalid_request');
     assert.equal(delivery.status, 'failed');
@@ -188,12 +168,12 @@ describe('failure modes', () => {
   });
 
   it('fails a delivery whose capture no longer exists, without sending anything', async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db);
     await insertForwardDestination(t.db, ep, { url: rx.url });
     await insertCaptures(t.db, ep, [{ body: '{}' }]);
     await t.db.query('delete from captured_requests');
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     await waitForStatus(t.db, ['failed'], 1);
     assert.match((await deliveries(t.db))[0].last_error ?? '', /no longer exists/);
     assert.equal(rx.received.length, 0);

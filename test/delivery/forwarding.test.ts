@@ -1,12 +1,9 @@
 import { sign as githubSign, verify as githubVerify } from '@octokit/webhooks-methods';
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Stripe from 'stripe';
-import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
-import { startReceiver, type Receiver } from '../helpers/https.ts';
-import { deliveries, orgWithEndpoint, startTestWorker, waitForStatus } from './helpers.ts';
+import { deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus } from './helpers.ts';
 
 const stripe = new Stripe('sk_test_not_used_for_network');
 
@@ -18,28 +15,10 @@ function forwardedPairs(raw: string[]): Array<[string, string]> {
 }
 
 describe('forwarding', () => {
-  let t: TestDb;
-  let worker: DeliveryWorker | undefined;
-  const receivers: Receiver[] = [];
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const r = await startReceiver(...args);
-    receivers.push(r);
-    return r;
-  };
-
-  before(async () => {
-    t = await openTestDb();
-  });
-  beforeEach(() => t.reset());
-  afterEach(async () => {
-    await worker?.stop();
-    worker = undefined;
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-  });
-  after(() => t.close());
+  const t = useWorkerTest();
 
   it('forwards the body byte-exact so Stripe and GitHub signatures verify at the destination', async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db, `${rx.url}/stripe`);
     const secret = 'whsec_test_secret';
     // whitespace, escapes, non-ASCII and a trailing newline: any re-serialisation would break the signatures
@@ -56,7 +35,7 @@ describe('forwarding', () => {
       ['User-Agent', 'Stripe/1.0 (+https://stripe.com/docs/webhooks)'],
     ];
     const [capture] = await insertCaptures(t.db, ep, [{ headers, body: payload }]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     const [got] = await rx.waitFor(1);
     await waitForStatus(t.db, ['succeeded'], 1);
 
@@ -73,11 +52,11 @@ describe('forwarding', () => {
   });
 
   it('forwards binary bodies and the sub-path and query of the capture', async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db, `${rx.url}/in?src=weir`);
     const body = Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x0a, 0x0d, 0xc3, 0x28]);
     await insertCaptures(t.db, ep, [{ method: 'PATCH', path: '/shopify/orders', query: 'a=1&b=%20x', headers: [['content-type', 'application/octet-stream']], body }]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     const [got] = await rx.waitFor(1);
     assert.ok(got.body.equals(body));
     assert.equal(got.method, 'PATCH');
@@ -85,7 +64,7 @@ describe('forwarding', () => {
   });
 
   it('drops hop-by-hop headers and the ones the connection recomputes', async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db, rx.url);
     await insertCaptures(t.db, ep, [
       {
@@ -105,7 +84,7 @@ describe('forwarding', () => {
         body: 'hello',
       },
     ]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     const [got] = await rx.waitFor(1);
     const names = forwardedPairs(got.rawHeaders).map(([n]) => n.toLowerCase());
     for (const gone of ['keep-alive', 'x-secret-hop', 'transfer-encoding', 'proxy-authorization', 'te', 'upgrade', 'expect']) {
@@ -118,14 +97,14 @@ describe('forwarding', () => {
   });
 
   it('fans out to the forward_url and every enabled destination, skips disabled ones, and applies method_override', async () => {
-    const [a, b, off, url] = await Promise.all([receiver(), receiver(), receiver(), receiver()]);
+    const [a, b, off, url] = await Promise.all([t.receiver(), t.receiver(), t.receiver(), t.receiver()]);
     const ep = await orgWithEndpoint(t.db, `${url.url}/main`);
     await insertForwardDestination(t.db, ep, { url: `${a.url}/a`, sortOrder: 1 });
     await insertForwardDestination(t.db, ep, { url: `${b.url}/b`, sortOrder: 2, methodOverride: 'PUT' });
     await insertForwardDestination(t.db, ep, { url: `${off.url}/off`, enabled: false });
     const captures = await insertCaptures(t.db, ep, [{ body: '{"n":1}' }, { body: '{"n":2}' }]);
     assert.equal((await deliveries(t.db)).length, 6, 'one delivery per capture per enabled target, none for the disabled one');
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     await Promise.all([a.waitFor(2), b.waitFor(2), url.waitFor(2)]);
     await waitForStatus(t.db, ['succeeded'], 6);
     assert.equal(off.received.length, 0);
@@ -137,12 +116,12 @@ describe('forwarding', () => {
   });
 
   it('skips a destination disabled after its deliveries were queued', async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db);
     const dest = await insertForwardDestination(t.db, ep, { url: rx.url });
     await insertCaptures(t.db, ep, [{ body: 'x' }]);
     await t.db.query(`update forward_destinations set enabled = false where id = $1`, [dest.id]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     await waitForStatus(t.db, ['failed'], 1);
     const [d] = await deliveries(t.db);
     assert.match(d.last_error ?? '', /disabled/);
@@ -151,10 +130,10 @@ describe('forwarding', () => {
   });
 
   it("keeps the sender's own webhook-id, which Standard Webhooks signatures cover", async () => {
-    const rx = await receiver();
+    const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db, rx.url);
     await insertCaptures(t.db, ep, [{ headers: [['webhook-id', 'msg_from_sender'], ['webhook-signature', 'v1,abc']], body: '{}' }]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     const [got] = await rx.waitFor(1);
     assert.equal(got.headers['webhook-id'], 'msg_from_sender');
     assert.equal(got.rawHeaders.filter((h) => h.toLowerCase() === 'webhook-id').length, 1);

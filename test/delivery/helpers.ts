@@ -1,10 +1,12 @@
+import { after, afterEach, before, beforeEach } from 'node:test';
 import pino from 'pino';
 import type { Db } from '../../src/db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../../src/delivery/http-transport.ts';
 import { DeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
+import { openTestDb, type TestDb } from '../helpers/db.ts';
 import { insertEndpoint, type EndpointFixture } from '../helpers/fixtures.ts';
-import { testCa } from '../helpers/https.ts';
+import { startReceiver, testCa, type Receiver } from '../helpers/https.ts';
 
 export const silent = pino({ level: 'silent' });
 
@@ -32,6 +34,58 @@ export async function startTestWorker(
     ...rest,
   });
   await w.start();
+  return w;
+}
+
+export interface WorkerTest {
+  readonly testDb: TestDb;
+  readonly db: Db;
+  /** The test's worker, if it started one: stopped and cleared after each test. */
+  worker: DeliveryWorker | undefined;
+  /** Receivers closed after each test. */
+  readonly receivers: Receiver[];
+  /** startReceiver(), closed after the test. */
+  receiver(...args: Parameters<typeof startReceiver>): Promise<Receiver>;
+}
+
+/**
+ * The shared hooks of the worker tests, for the enclosing describe(): one
+ * database opened before, reset before each test and closed after; after each
+ * test the worker is stopped (with `stopGraceMs`, else the worker's default
+ * grace) and the receivers closed. `db` is valid once `before` has run.
+ */
+export function useWorkerTest(opts: { stopGraceMs?: number } = {}): WorkerTest {
+  let testDb: TestDb | undefined;
+  const ready = () => {
+    if (!testDb) throw new Error('useWorkerTest(): used before its before() hook ran');
+    return testDb;
+  };
+  const receivers: Receiver[] = [];
+  const w: WorkerTest = {
+    get testDb() {
+      return ready();
+    },
+    get db() {
+      return ready().db;
+    },
+    worker: undefined,
+    receivers,
+    async receiver(...args) {
+      const r = await startReceiver(...args);
+      receivers.push(r);
+      return r;
+    },
+  };
+  before(async () => {
+    testDb = await openTestDb();
+  });
+  beforeEach(() => ready().reset());
+  afterEach(async () => {
+    await w.worker?.stop(opts.stopGraceMs);
+    w.worker = undefined;
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+  after(() => testDb?.close());
   return w;
 }
 

@@ -1,36 +1,21 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
 import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
 import { sweepDeliveries } from '../../src/delivery/retention.ts';
-import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
-import { startReceiver, type Receiver } from '../helpers/https.ts';
-import { attempts, deliveries, orgWithEndpoint, startTestWorker, waitForStatus, waitUntil } from './helpers.ts';
+import { startReceiver } from '../helpers/https.ts';
+import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
 
 describe('delivery worker', () => {
-  let t: TestDb;
-  let worker: DeliveryWorker | undefined;
-  const receivers: Receiver[] = [];
-
-  before(async () => {
-    t = await openTestDb();
-  });
-  beforeEach(() => t.reset());
-  afterEach(async () => {
-    await worker?.stop(0);
-    worker = undefined;
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-  });
-  after(() => t.close());
+  const t = useWorkerTest({ stopGraceMs: 0 });
 
   it('is woken by NOTIFY: an idle worker whose poll is a minute away forwards at once', async () => {
     const rx = await startReceiver();
-    receivers.push(rx);
+    t.receivers.push(rx);
     const ep = await orgWithEndpoint(t.db, rx.url);
-    worker = await startTestWorker(t.db, { pollMs: 60_000 });
+    t.worker = await startTestWorker(t.db, { pollMs: 60_000 });
     // let the worker go idle (its first scan finds nothing) before the capture commits
     await new Promise((r) => setTimeout(r, 200));
     await insertCaptures(t.db, ep, [{ body: 'now' }]);
@@ -52,13 +37,13 @@ describe('delivery worker', () => {
 
   it('gives the leases of unfinished forwards back at shutdown, recording no attempt', async () => {
     const rx = await startReceiver({ reply: () => 'hang' });
-    receivers.push(rx);
+    t.receivers.push(rx);
     const ep = await orgWithEndpoint(t.db, rx.url);
     await insertCaptures(t.db, ep, [{ body: 'a' }, { body: 'b' }]);
-    worker = await startTestWorker(t.db);
+    t.worker = await startTestWorker(t.db);
     await rx.waitFor(2);
-    await worker.stop(100);
-    worker = undefined;
+    await t.worker.stop(100);
+    t.worker = undefined;
     const ds = await deliveries(t.db);
     assert.deepEqual(ds.map((d) => [d.status, d.attempt_count]), [['pending', 0], ['pending', 0]]);
     assert.ok(ds.every((d) => d.next_attempt_at.getTime() <= Date.now() + 1000), 'due again at once');
@@ -67,14 +52,14 @@ describe('delivery worker', () => {
 
   it('claims again a delivery whose lease expired (its worker died) and delivers it', async () => {
     const rx = await startReceiver();
-    receivers.push(rx);
+    t.receivers.push(rx);
     const ep = await orgWithEndpoint(t.db, rx.url);
     const [c] = await insertCaptures(t.db, ep, [{ body: 'orphan' }]);
     // a worker that claimed it and vanished
     const { claimed } = await claimDeliveries(t.db, { destinationType: 'https', limit: 10, leaseMs: 60_000, node: 'dead-node' });
     assert.equal(claimed.length, 1);
     await t.db.query(`update deliveries set lease_until = now() - interval '1 second'`);
-    worker = await startTestWorker(t.db, { pollMs: 200 });
+    t.worker = await startTestWorker(t.db, { pollMs: 200 });
     await waitForStatus(t.db, ['succeeded'], 1);
     assert.equal(rx.received[0].headers['webhook-id'], `msg_${c.id}`);
     const [a] = await attempts(t.db);
@@ -85,11 +70,11 @@ describe('delivery worker', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const rx = await startReceiver({ reply: () => ({ status: 200, delayMs: 300 }) });
-    receivers.push(rx);
+    t.receivers.push(rx);
     const ep = await orgWithEndpoint(t.db, rx.url);
     await insertCaptures(t.db, ep, [{ body: 'x' }]);
     const settled: string[] = [];
-    worker = await startTestWorker(t.db, { onSettled: (_d, status) => (settled.push(status), release()) });
+    t.worker = await startTestWorker(t.db, { onSettled: (_d, status) => (settled.push(status), release()) });
     await rx.waitFor(1);
     await t.db.query('delete from endpoints where id = $1::uuid', [ep.id]);
     await gate;

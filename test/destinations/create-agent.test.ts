@@ -1,35 +1,24 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import type { Agent } from '../../src/agents/agents.ts';
 import { PERMISSIONS } from '../../src/auth/permissions.ts';
 import { newId } from '../../src/db/ids.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type Seeded, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, call, seedOrg, type Seeded, useTestApp } from '../helpers/app.ts';
 import { insertEndpoint, type EndpointFixture } from '../helpers/fixtures.ts';
 import { destinationState, enrolled, forwardCount, savedCount } from './helpers.ts';
 
 describe('POST /v1/destinations (agent flow)', () => {
-  let t: TestDb;
-  let app: TestApp;
+  const t = useTestApp();
   let s: Seeded;
   let ep: EndpointFixture;
   let agent: Agent;
-  before(async () => {
-    t = await openTestDb();
-    app = await buildTestApp(t.db);
-  });
   beforeEach(async () => {
-    await t.reset();
     s = await seedOrg(t.db, { plan: 'free', role: 'developer' });
     ep = await insertEndpoint(t.db, s.org.id);
     agent = await enrolled(t.db, s.org.id, 'production');
   });
-  after(async () => {
-    await app.close();
-    await t.close();
-  });
 
-  const post = (body: Record<string, unknown>, key = s.key) => call(app.app, 'POST', '/v1/destinations', { key, body });
+  const post = (body: Record<string, unknown>, key = s.key) => call(t.app, 'POST', '/v1/destinations', { key, body });
   const valid = () => ({ name: 'Laptop', destination_type: 'agent', endpoint_id: ep.id, agent_id: agent.id, target_port: 3000, target_path: '/webhooks' });
 
   describe('happy', () => {
@@ -57,7 +46,7 @@ describe('POST /v1/destinations (agent flow)', () => {
       assert.ok(!Number.isNaN(Date.parse(d.created_at)));
       assert.equal('attachment_error' in r.json, false);
       assert.equal(await savedCount(t.db, s.org.id), 0);
-      const list = await call(app.app, 'GET', '/v1/destinations', { key: s.key });
+      const list = await call(t.app, 'GET', '/v1/destinations', { key: s.key });
       assert.deepEqual(list.json.data.data, [], 'agent destinations never appear among saved destinations');
     });
 
@@ -174,12 +163,12 @@ describe('POST /v1/destinations (agent flow)', () => {
 
     it('https and agent destinations share the per-endpoint limit, disabled ones included', async () => {
       for (let i = 0; i < 2; i++) {
-        const r = await call(app.app, 'POST', '/v1/destinations', { key: s.key, body: { name: `h${i}`, url: 'https://x.example', endpoint_id: ep.id } });
+        const r = await call(t.app, 'POST', '/v1/destinations', { key: s.key, body: { name: `h${i}`, url: 'https://x.example', endpoint_id: ep.id } });
         assert.ok(r.json.data.forward_destination_id);
       }
       const third = await post(valid());
       assert.equal(third.status, 201);
-      const off = await call(app.app, 'PATCH', `/v1/endpoints/${ep.id}/destinations/${third.json.data.id}`, { key: s.key, body: { enabled: false } });
+      const off = await call(t.app, 'PATCH', `/v1/endpoints/${ep.id}/destinations/${third.json.data.id}`, { key: s.key, body: { enabled: false } });
       assert.equal(off.status, 200);
       const r = await post(valid());
       assert.equal(r.status, 403);

@@ -1,29 +1,18 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type Seeded, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, buildTestApp, call, seedOrg, type Seeded, useTestApp } from '../helpers/app.ts';
 import { insertEndpoint } from '../helpers/fixtures.ts';
 import { destinationState, forwardCount, savedCount } from './helpers.ts';
 
 describe('POST /v1/destinations (https flow)', () => {
-  let t: TestDb;
-  let app: TestApp;
+  const t = useTestApp();
   let s: Seeded;
-  before(async () => {
-    t = await openTestDb();
-    app = await buildTestApp(t.db);
-  });
   beforeEach(async () => {
-    await t.reset();
     s = await seedOrg(t.db, { plan: 'free', role: 'developer' });
   });
-  after(async () => {
-    await app.close();
-    await t.close();
-  });
 
-  const post = (body: unknown, key = s.key) => call(app.app, 'POST', '/v1/destinations', { key, body });
+  const post = (body: unknown, key = s.key) => call(t.app, 'POST', '/v1/destinations', { key, body });
 
   describe('happy', () => {
     it('creates a saved destination with the defaults and no attachment', async () => {
@@ -55,7 +44,7 @@ describe('POST /v1/destinations (https flow)', () => {
       assert.equal(r.status, 201);
       assert.match(r.json.data.forward_destination_id, /^[0-9a-f-]{36}$/);
       assert.equal('attachment_error' in r.json, false);
-      const list = await call(app.app, 'GET', `/v1/endpoints/${ep.id}/destinations`, { key: s.key });
+      const list = await call(t.app, 'GET', `/v1/endpoints/${ep.id}/destinations`, { key: s.key });
       assert.equal(list.status, 200);
       assert.equal(list.json.data.data.length, 1);
       const f = list.json.data.data[0];
@@ -88,7 +77,7 @@ describe('POST /v1/destinations (https flow)', () => {
         rate_limit_per_minute: 120,
       });
       assert.equal(r.status, 201);
-      const f = (await call(app.app, 'GET', `/v1/endpoints/${ep.id}/destinations`, { key: s.key })).json.data.data[0];
+      const f = (await call(t.app, 'GET', `/v1/endpoints/${ep.id}/destinations`, { key: s.key })).json.data.data[0];
       assert.equal(f.method_override, 'PUT');
       assert.equal(f.retry_enabled, false);
       assert.deepEqual(f.retry_schedule, [10, 60]);
@@ -166,7 +155,7 @@ describe('POST /v1/destinations (https flow)', () => {
       assert.equal(typeof r.json.attachment_error.message, 'string');
       assert.equal('attachment_error' in r.json.data, false);
       assert.equal('forward_destination_id' in r.json.data, false);
-      const got = await call(app.app, 'GET', `/v1/destinations/${r.json.data.id}`, { key: s.key });
+      const got = await call(t.app, 'GET', `/v1/destinations/${r.json.data.id}`, { key: s.key });
       assert.equal(got.status, 200);
       assert.deepEqual(got.json.data.endpoints, []);
     });
@@ -185,7 +174,7 @@ describe('POST /v1/destinations (https flow)', () => {
     });
 
     it('the plan limit follows WEIR_PLANS', async () => {
-      const custom = await buildTestApp(t.db, { plans: { ...app.config.plans, free: { ...app.config.plans.free, max_forward_destinations: 1 } } });
+      const custom = await buildTestApp(t.db, { plans: { ...t.config.plans, free: { ...t.config.plans.free, max_forward_destinations: 1 } } });
       try {
         const ep = await insertEndpoint(t.db, s.org.id);
         const one = await call(custom.app, 'POST', '/v1/destinations', { key: s.key, body: { name: 'a', url: 'https://x.example', endpoint_id: ep.id } });
@@ -200,7 +189,7 @@ describe('POST /v1/destinations (https flow)', () => {
 
   describe('security', () => {
     it('without a key is 401', async () => {
-      const r = await call(app.app, 'POST', '/v1/destinations', { body: { name: 'x', url: 'https://x.example' } });
+      const r = await call(t.app, 'POST', '/v1/destinations', { body: { name: 'x', url: 'https://x.example' } });
       assert.equal(r.status, 401);
       assert.equal(r.json.error.code, 'unauthorized');
     });

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import type { Agent } from '../../src/agents/agents.ts';
 import { newId } from '../../src/db/ids.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type Seeded, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, call, seedOrg, type Seeded, useTestApp } from '../helpers/app.ts';
 import { insertEndpoint, type EndpointFixture } from '../helpers/fixtures.ts';
 import { destinationState, enrolled, forwardCount } from './helpers.ts';
 
@@ -28,42 +27,32 @@ const ITEM_FIELDS = [
 ];
 
 describe('forward destinations: /v1/endpoints/:id/destinations', () => {
-  let t: TestDb;
-  let app: TestApp;
+  const t = useTestApp();
   let s: Seeded;
   let ep: EndpointFixture;
   let agent: Agent;
-  before(async () => {
-    t = await openTestDb();
-    app = await buildTestApp(t.db);
-  });
   beforeEach(async () => {
-    await t.reset();
     s = await seedOrg(t.db, { plan: 'free', role: 'developer' });
     ep = await insertEndpoint(t.db, s.org.id);
     agent = await enrolled(t.db, s.org.id);
   });
-  after(async () => {
-    await app.close();
-    await t.close();
-  });
 
   const https = async (name: string, endpointId = ep.id, extra: Record<string, unknown> = {}) => {
-    const r = await call(app.app, 'POST', '/v1/destinations', { key: s.key, body: { name, url: `https://${name}.example/in`, endpoint_id: endpointId, ...extra } });
+    const r = await call(t.app, 'POST', '/v1/destinations', { key: s.key, body: { name, url: `https://${name}.example/in`, endpoint_id: endpointId, ...extra } });
     assert.ok(r.json.data.forward_destination_id, JSON.stringify(r.json));
     return { saved: r.json.data.id as string, id: r.json.data.forward_destination_id as string };
   };
   const agentDest = async (name: string, extra: Record<string, unknown> = {}) => {
-    const r = await call(app.app, 'POST', '/v1/destinations', {
+    const r = await call(t.app, 'POST', '/v1/destinations', {
       key: s.key,
       body: { name, destination_type: 'agent', endpoint_id: ep.id, agent_id: agent.id, target_port: 3000, target_path: '/in', ...extra },
     });
     assert.equal(r.status, 201, JSON.stringify(r.json));
     return r.json.data.id as string;
   };
-  const list = async (endpointId = ep.id, key = s.key) => call(app.app, 'GET', `/v1/endpoints/${endpointId}/destinations`, { key });
-  const patch = (id: string, body: unknown, endpointId = ep.id, key = s.key) => call(app.app, 'PATCH', `/v1/endpoints/${endpointId}/destinations/${id}`, { key, body });
-  const del = (id: string, endpointId = ep.id, key = s.key) => call(app.app, 'DELETE', `/v1/endpoints/${endpointId}/destinations/${id}`, { key });
+  const list = async (endpointId = ep.id, key = s.key) => call(t.app, 'GET', `/v1/endpoints/${endpointId}/destinations`, { key });
+  const patch = (id: string, body: unknown, endpointId = ep.id, key = s.key) => call(t.app, 'PATCH', `/v1/endpoints/${endpointId}/destinations/${id}`, { key, body });
+  const del = (id: string, endpointId = ep.id, key = s.key) => call(t.app, 'DELETE', `/v1/endpoints/${endpointId}/destinations/${id}`, { key });
 
   describe('happy', () => {
     it('lists https and agent destinations in sort_order, appended in creation order, with every field', async () => {
@@ -164,14 +153,14 @@ describe('forward destinations: /v1/endpoints/:id/destinations', () => {
     it('attaches a saved destination of the library to another endpoint', async () => {
       const first = await https('lib');
       const ep2 = await insertEndpoint(t.db, s.org.id, { name: 'Second' });
-      const r = await call(app.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: first.saved, method_override: 'PATCH' } });
+      const r = await call(t.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: first.saved, method_override: 'PATCH' } });
       assert.equal(r.status, 201);
       assert.equal(r.json.data.destination_type, 'https');
       assert.equal(r.json.data.url, 'https://lib.example/in');
       assert.equal(r.json.data.name, 'lib');
       assert.equal(r.json.data.saved_destination_id, first.saved);
       assert.equal(r.json.data.method_override, 'PATCH');
-      const saved = await call(app.app, 'GET', `/v1/destinations/${first.saved}`, { key: s.key });
+      const saved = await call(t.app, 'GET', `/v1/destinations/${first.saved}`, { key: s.key });
       assert.deepEqual(saved.json.data.endpoints.map((e: any) => [e.endpoint_name, e.forward_destination_id]), [
         [ep.name, first.id],
         ['Second', r.json.data.id],
@@ -237,20 +226,20 @@ describe('forward destinations: /v1/endpoints/:id/destinations', () => {
     });
 
     it('attaching refuses an unknown saved destination (404), a second attachment to the same endpoint (409), a used one-off (400) and the plan limit (403)', async () => {
-      const unknown = await call(app.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: newId() } });
+      const unknown = await call(t.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: newId() } });
       assert.equal(unknown.status, 404);
       const lib = await https('lib');
-      const twice = await call(app.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: lib.saved } });
+      const twice = await call(t.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: lib.saved } });
       assert.equal(twice.status, 409);
       assert.equal(twice.json.error.code, 'conflict');
       const oneOff = await https('oneoff', ep.id, { is_reusable: false });
       const ep2 = await insertEndpoint(t.db, s.org.id);
-      const reuse = await call(app.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: oneOff.saved } });
+      const reuse = await call(t.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: oneOff.saved } });
       assert.equal(reuse.status, 400);
       assert.equal(reuse.json.error.code, 'bad_request');
       await https('third');
       const ep3 = await insertEndpoint(t.db, s.org.id);
-      const full = await call(app.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: (await https('other', ep3.id)).saved } });
+      const full = await call(t.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: (await https('other', ep3.id)).saved } });
       assert.equal(full.status, 403);
       assert.equal(full.json.error.code, 'plan_limit');
       assert.equal(await forwardCount(t.db, ep.id), 3);
@@ -258,11 +247,11 @@ describe('forward destinations: /v1/endpoints/:id/destinations', () => {
     });
 
     it('a one-off saved destination created without an endpoint can be attached once', async () => {
-      const r = await call(app.app, 'POST', '/v1/destinations', { key: s.key, body: { name: 'once', url: 'https://once.example', is_reusable: false } });
-      const first = await call(app.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: r.json.data.id } });
+      const r = await call(t.app, 'POST', '/v1/destinations', { key: s.key, body: { name: 'once', url: 'https://once.example', is_reusable: false } });
+      const first = await call(t.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: r.json.data.id } });
       assert.equal(first.status, 201);
       const ep2 = await insertEndpoint(t.db, s.org.id);
-      const second = await call(app.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: r.json.data.id } });
+      const second = await call(t.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: r.json.data.id } });
       assert.equal(second.status, 400);
     });
   });
@@ -271,16 +260,16 @@ describe('forward destinations: /v1/endpoints/:id/destinations', () => {
     it("another organization's endpoint and its destinations are 404", async () => {
       const other = await seedOrg(t.db);
       const theirEp = await insertEndpoint(t.db, other.org.id);
-      const theirs = await call(app.app, 'POST', '/v1/destinations', { key: other.key, body: { name: 'x', url: 'https://x.example', endpoint_id: theirEp.id } });
+      const theirs = await call(t.app, 'POST', '/v1/destinations', { key: other.key, body: { name: 'x', url: 'https://x.example', endpoint_id: theirEp.id } });
       const fid = theirs.json.data.forward_destination_id;
       assert.equal((await list(theirEp.id)).status, 404);
       assert.equal((await patch(fid, { enabled: false }, theirEp.id)).status, 404);
       assert.equal((await del(fid, theirEp.id)).status, 404);
       // their forward destination id under my endpoint is no better
       assert.equal((await patch(fid, { enabled: false }, ep.id)).status, 404);
-      const attach = await call(app.app, 'POST', `/v1/endpoints/${theirEp.id}/destinations`, { key: s.key, body: { destination_id: (await https('mine')).saved } });
+      const attach = await call(t.app, 'POST', `/v1/endpoints/${theirEp.id}/destinations`, { key: s.key, body: { destination_id: (await https('mine')).saved } });
       assert.equal(attach.status, 404);
-      const steal = await call(app.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: theirs.json.data.id } });
+      const steal = await call(t.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: s.key, body: { destination_id: theirs.json.data.id } });
       assert.equal(steal.status, 404);
       assert.equal((await list(theirEp.id, other.key)).json.data.data[0].enabled, true);
       assert.equal(await forwardCount(t.db, theirEp.id), 1);
@@ -305,7 +294,7 @@ describe('forward destinations: /v1/endpoints/:id/destinations', () => {
 
     it('concurrent https attachments never exceed max_forward_destinations', async () => {
       const results = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => call(app.app, 'POST', '/v1/destinations', { key: s.key, body: { name: `c${i}`, url: 'https://c.example', endpoint_id: ep.id } })),
+        Array.from({ length: 8 }, (_, i) => call(t.app, 'POST', '/v1/destinations', { key: s.key, body: { name: `c${i}`, url: 'https://c.example', endpoint_id: ep.id } })),
       );
       assert.ok(results.every((r) => r.status === 201));
       assert.equal(results.filter((r) => r.json.data.forward_destination_id).length, 3);

@@ -1,36 +1,25 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import type { Role } from '../../src/auth/permissions.ts';
 import { newId } from '../../src/db/ids.ts';
 import { insertSavedDestination } from '../../src/destinations/saved-destinations.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type Seeded, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, call, seedOrg, type Seeded, useTestApp } from '../helpers/app.ts';
 import { insertEndpoint } from '../helpers/fixtures.ts';
 import { destinationState } from './helpers.ts';
 
 describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
-  let t: TestDb;
-  let app: TestApp;
+  const t = useTestApp();
   let s: Seeded;
-  before(async () => {
-    t = await openTestDb();
-    app = await buildTestApp(t.db);
-  });
   beforeEach(async () => {
-    await t.reset();
     s = await seedOrg(t.db, { plan: 'pro', role: 'developer' });
-  });
-  after(async () => {
-    await app.close();
-    await t.close();
   });
 
   const create = async (body: Record<string, unknown>, key = s.key) => {
-    const r = await call(app.app, 'POST', '/v1/destinations', { key, body: { url: 'https://x.example/in', ...body } });
+    const r = await call(t.app, 'POST', '/v1/destinations', { key, body: { url: 'https://x.example/in', ...body } });
     assert.equal(r.status, 201, JSON.stringify(r.json));
     return r.json.data;
   };
-  const get = (path: string, key = s.key) => call(app.app, 'GET', path, { key });
+  const get = (path: string, key = s.key) => call(t.app, 'GET', path, { key });
 
   describe('happy', () => {
     it('lists newest first with endpoint_count, saved https destinations only', async () => {
@@ -38,7 +27,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
       const ep2 = await insertEndpoint(t.db, s.org.id);
       const a = await create({ name: 'a' });
       const b = await create({ name: 'b', endpoint_id: ep1.id });
-      await call(app.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: b.id } });
+      await call(t.app, 'POST', `/v1/endpoints/${ep2.id}/destinations`, { key: s.key, body: { destination_id: b.id } });
       const r = await get('/v1/destinations');
       assert.equal(r.status, 200);
       assert.deepEqual(
@@ -96,7 +85,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
 
     it('PATCH edits name, visibility and is_reusable', async () => {
       const d = await create({ name: 'old' });
-      const r = await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body: { name: 'new', visibility: 'restricted', is_reusable: false } });
+      const r = await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body: { name: 'new', visibility: 'restricted', is_reusable: false } });
       assert.equal(r.status, 200);
       assert.equal(r.json.data.name, 'new');
       assert.equal(r.json.data.visibility, 'restricted');
@@ -108,7 +97,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
     it('PATCH of the url carries it to every attachment', async () => {
       const ep = await insertEndpoint(t.db, s.org.id);
       const d = await create({ name: 'x', endpoint_id: ep.id });
-      const r = await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body: { url: 'https://moved.example/in' } });
+      const r = await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body: { url: 'https://moved.example/in' } });
       assert.equal(r.status, 200);
       assert.equal(r.json.data.url, 'https://moved.example/in');
       const list = await get(`/v1/endpoints/${ep.id}/destinations`);
@@ -118,7 +107,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
     it('DELETE answers 204 and leaves its attachments forwarding', async () => {
       const ep = await insertEndpoint(t.db, s.org.id);
       const d = await create({ name: 'x', endpoint_id: ep.id });
-      const r = await call(app.app, 'DELETE', `/v1/destinations/${d.id}`, { key: s.key });
+      const r = await call(t.app, 'DELETE', `/v1/destinations/${d.id}`, { key: s.key });
       assert.equal(r.status, 204);
       assert.equal(r.res.body, '');
       assert.equal((await get(`/v1/destinations/${d.id}`)).status, 404);
@@ -127,7 +116,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
       assert.equal(list.json.data.data[0].id, d.forward_destination_id);
       assert.equal(list.json.data.data[0].saved_destination_id, null);
       assert.equal(list.json.data.data[0].url, 'https://x.example/in');
-      assert.equal((await call(app.app, 'DELETE', `/v1/destinations/${d.id}`, { key: s.key })).status, 404);
+      assert.equal((await call(t.app, 'DELETE', `/v1/destinations/${d.id}`, { key: s.key })).status, 404);
     });
   });
 
@@ -139,7 +128,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
           ['PATCH', { name: 'x' }],
           ['DELETE', undefined],
         ] as const) {
-          const r = await call(app.app, method, `/v1/destinations/${id}`, { key: s.key, body });
+          const r = await call(t.app, method, `/v1/destinations/${id}`, { key: s.key, body });
           assert.equal(r.status, 404, `${method} ${id}`);
           assert.equal(r.json.error.code, 'not_found');
         }
@@ -168,7 +157,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
         { destination_type: 'agent' },
         { endpoint_id: ep.id },
       ]) {
-        const r = await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body });
+        const r = await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body });
         assert.equal(r.status, 400, JSON.stringify(body));
         assert.equal(r.json.error.code, 'bad_request');
       }
@@ -185,7 +174,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
         ['PATCH', { name: 'mine now' }],
         ['DELETE', undefined],
       ] as const) {
-        const r = await call(app.app, method, `/v1/destinations/${foreign.id}`, { key: s.key, body });
+        const r = await call(t.app, method, `/v1/destinations/${foreign.id}`, { key: s.key, body });
         assert.equal(r.status, 404, method);
       }
       assert.deepEqual((await get('/v1/destinations')).json.data.data, []);
@@ -197,8 +186,8 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
       const reader = await addMemberWithKey(t.db, s.org.id, 'developer', ['destinations:read']);
       assert.equal((await get('/v1/destinations', reader.key)).status, 200);
       assert.equal((await get(`/v1/destinations/${d.id}`, reader.key)).status, 200);
-      assert.equal((await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: reader.key, body: { name: 'y' } })).status, 403);
-      assert.equal((await call(app.app, 'DELETE', `/v1/destinations/${d.id}`, { key: reader.key })).status, 403);
+      assert.equal((await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: reader.key, body: { name: 'y' } })).status, 403);
+      assert.equal((await call(t.app, 'DELETE', `/v1/destinations/${d.id}`, { key: reader.key })).status, 403);
       const writerOnly = await addMemberWithKey(t.db, s.org.id, 'developer', ['destinations:write']);
       const r = await get('/v1/destinations', writerOnly.key);
       assert.equal(r.status, 403);
@@ -210,8 +199,8 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
       const d = await create({ name: 'x' });
       const v = await addMemberWithKey(t.db, s.org.id, 'viewer');
       assert.equal((await get('/v1/destinations', v.key)).json.data.data.length, 1);
-      assert.equal((await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: v.key, body: { name: 'y' } })).status, 403);
-      assert.equal((await call(app.app, 'DELETE', `/v1/destinations/${d.id}`, { key: v.key })).status, 403);
+      assert.equal((await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: v.key, body: { name: 'y' } })).status, 403);
+      assert.equal((await call(t.app, 'DELETE', `/v1/destinations/${d.id}`, { key: v.key })).status, 403);
       assert.equal((await get(`/v1/destinations/${d.id}`)).json.data.name, 'x');
     });
 
@@ -242,9 +231,9 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
         const ep = await insertEndpoint(t.db, s.org.id);
         const colleague = await addMemberWithKey(t.db, s.org.id, 'admin');
         const before = await destinationState(t.db);
-        assert.equal((await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: colleague.key, body: { name: 'x' } })).status, 404);
-        assert.equal((await call(app.app, 'DELETE', `/v1/destinations/${d.id}`, { key: colleague.key })).status, 404);
-        const attach = await call(app.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: colleague.key, body: { destination_id: d.id } });
+        assert.equal((await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: colleague.key, body: { name: 'x' } })).status, 404);
+        assert.equal((await call(t.app, 'DELETE', `/v1/destinations/${d.id}`, { key: colleague.key })).status, 404);
+        const attach = await call(t.app, 'POST', `/v1/endpoints/${ep.id}/destinations`, { key: colleague.key, body: { destination_id: d.id } });
         assert.equal(attach.status, 404);
         assert.deepEqual(await destinationState(t.db), before);
       });
@@ -253,7 +242,7 @@ describe('saved destinations: GET, PATCH, DELETE /v1/destinations', () => {
         const d = await create({ name: 'mine', visibility: 'private' });
         const colleague = await addMemberWithKey(t.db, s.org.id, 'developer');
         assert.equal((await get(`/v1/destinations/${d.id}`, colleague.key)).status, 404);
-        await call(app.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body: { visibility: 'org' } });
+        await call(t.app, 'PATCH', `/v1/destinations/${d.id}`, { key: s.key, body: { visibility: 'org' } });
         assert.equal((await get(`/v1/destinations/${d.id}`, colleague.key)).status, 200);
       });
     });

@@ -1,37 +1,25 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { Role, Scope } from '../../src/auth/permissions.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, call, seedOrg, useTestApp } from '../helpers/app.ts';
 
-let t: TestDb;
-let api: TestApp;
-
-before(async () => {
-  t = await openTestDb();
-  api = await buildTestApp(t.db);
-});
-beforeEach(() => t.reset());
-after(async () => {
-  await api.close();
-  await t.close();
-});
+const t = useTestApp();
 
 /** An organization with one endpoint, and a key of the given role and scopes (full access when scopes is undefined). */
 async function setup(role: Role, scopes?: Scope[]) {
   const owner = await seedOrg(t.db);
-  const e = (await call(api.app, 'POST', '/v1/endpoints', { key: owner.key, body: { name: 'e' } })).json.data;
+  const e = (await call(t.app, 'POST', '/v1/endpoints', { key: owner.key, body: { name: 'e' } })).json.data;
   const k = await addMemberWithKey(t.db, owner.org.id, role, scopes);
   return { e, key: k.key };
 }
 
 async function statuses(key: string, id: string) {
   return {
-    list: (await call(api.app, 'GET', '/v1/endpoints', { key })).status,
-    get: (await call(api.app, 'GET', `/v1/endpoints/${id}`, { key })).status,
-    create: (await call(api.app, 'POST', '/v1/endpoints', { key, body: { name: 'n' } })).status,
-    edit: (await call(api.app, 'PATCH', `/v1/endpoints/${id}`, { key, body: { name: 'm' } })).status,
-    delete: (await call(api.app, 'DELETE', `/v1/endpoints/${id}`, { key })).status,
+    list: (await call(t.app, 'GET', '/v1/endpoints', { key })).status,
+    get: (await call(t.app, 'GET', `/v1/endpoints/${id}`, { key })).status,
+    create: (await call(t.app, 'POST', '/v1/endpoints', { key, body: { name: 'n' } })).status,
+    edit: (await call(t.app, 'PATCH', `/v1/endpoints/${id}`, { key, body: { name: 'm' } })).status,
+    delete: (await call(t.app, 'DELETE', `/v1/endpoints/${id}`, { key })).status,
   };
 }
 
@@ -56,10 +44,10 @@ describe('role permissions (full-access keys)', () => {
   test('a demoted creator loses what the new role lacks at once', async () => {
     const owner = await seedOrg(t.db);
     const dev = await addMemberWithKey(t.db, owner.org.id, 'developer');
-    assert.equal((await call(api.app, 'POST', '/v1/endpoints', { key: dev.key, body: { name: 'x' } })).status, 201);
+    assert.equal((await call(t.app, 'POST', '/v1/endpoints', { key: dev.key, body: { name: 'x' } })).status, 201);
     await t.db.query(`update members set role = 'viewer' where id = $1`, [dev.memberId]);
-    api.authenticator.invalidate();
-    assert.equal((await call(api.app, 'POST', '/v1/endpoints', { key: dev.key, body: { name: 'y' } })).status, 403);
+    t.authenticator.invalidate();
+    assert.equal((await call(t.app, 'POST', '/v1/endpoints', { key: dev.key, body: { name: 'y' } })).status, 403);
   });
 });
 
@@ -78,7 +66,7 @@ describe('scopes (custom keys of an admin)', () => {
   test('a key without either scope gets 403 forbidden on every endpoint route', async () => {
     const { e, key } = await setup('admin', ['requests:read']);
     assert.deepEqual(await statuses(key, e.id), { list: 403, get: 403, create: 403, edit: 403, delete: 403 });
-    const r = await call(api.app, 'GET', '/v1/endpoints', { key });
+    const r = await call(t.app, 'GET', '/v1/endpoints', { key });
     assert.equal(r.json.error.code, 'forbidden');
   });
 
@@ -90,7 +78,7 @@ describe('scopes (custom keys of an admin)', () => {
 
 test('no key, or a bad key, answers 401 unauthorized', async () => {
   for (const headers of [{}, { authorization: 'Bearer nope' }] as Record<string, string>[]) {
-    const r = await call(api.app, 'GET', '/v1/endpoints', { headers });
+    const r = await call(t.app, 'GET', '/v1/endpoints', { headers });
     assert.equal(r.status, 401);
     assert.equal(r.json.error.code, 'unauthorized');
   }

@@ -1,27 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createEndpoint, getEndpoint } from '../../src/endpoints/endpoints.ts';
 import { mergePlans } from '../../src/orgs/plans.ts';
-import { buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { buildTestApp, call, seedOrg, useTestApp } from '../helpers/app.ts';
 
-let t: TestDb;
-let api: TestApp;
-
-before(async () => {
-  t = await openTestDb();
-  api = await buildTestApp(t.db);
-});
-beforeEach(() => t.reset());
-after(async () => {
-  await api.close();
-  await t.close();
-});
+const t = useTestApp();
 
 const FIELDS = ['id', 'organization_id', 'created_by', 'slug', 'name', 'description', 'forward_url', 'paused', 'created_at', 'updated_at'];
 
 async function create(key: string, body: unknown = { name: 'Stripe' }) {
-  const r = await call(api.app, 'POST', '/v1/endpoints', { key, body });
+  const r = await call(t.app, 'POST', '/v1/endpoints', { key, body });
   assert.equal(r.status, 201, JSON.stringify(r.json));
   return r.json.data;
 }
@@ -29,7 +17,7 @@ async function create(key: string, body: unknown = { name: 'Stripe' }) {
 describe('happy paths', () => {
   test('POST creates an endpoint with every field of the Endpoint resource', async () => {
     const s = await seedOrg(t.db);
-    const r = await call(api.app, 'POST', '/v1/endpoints', { key: s.key, body: { name: 'Stripe', description: 'live', forward_url: 'https://example.com/hook' } });
+    const r = await call(t.app, 'POST', '/v1/endpoints', { key: s.key, body: { name: 'Stripe', description: 'live', forward_url: 'https://example.com/hook' } });
     assert.equal(r.status, 201);
     const e = r.json.data;
     for (const f of FIELDS) assert.ok(f in e, `missing ${f}`);
@@ -54,7 +42,7 @@ describe('happy paths', () => {
     await create(other.key, { name: 'theirs' });
     const made = [];
     for (let i = 0; i < 30; i++) made.push(await create(s.key, { name: `e${i}` }));
-    const r = await call(api.app, 'GET', '/v1/endpoints', { key: s.key });
+    const r = await call(t.app, 'GET', '/v1/endpoints', { key: s.key });
     assert.equal(r.status, 200);
     assert.ok(Array.isArray(r.json.data), 'data is the array itself (no paging envelope)');
     assert.deepEqual(r.json.data.map((e: any) => e.id), made.map((e) => e.id).reverse());
@@ -63,28 +51,28 @@ describe('happy paths', () => {
   test('GET /v1/endpoints/:id returns it; PATCH edits each field; DELETE answers 204 and it is gone', async () => {
     const s = await seedOrg(t.db);
     const e = await create(s.key, { name: 'x', description: 'd', forward_url: 'https://a.example/' });
-    const got = await call(api.app, 'GET', `/v1/endpoints/${e.id}`, { key: s.key });
+    const got = await call(t.app, 'GET', `/v1/endpoints/${e.id}`, { key: s.key });
     assert.deepEqual(got.json, { data: e });
 
-    const p1 = await call(api.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: { name: 'renamed', paused: true } });
+    const p1 = await call(t.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: { name: 'renamed', paused: true } });
     assert.equal(p1.status, 200);
     assert.deepEqual([p1.json.data.name, p1.json.data.paused, p1.json.data.description, p1.json.data.forward_url], ['renamed', true, 'd', 'https://a.example/']);
     assert.ok(p1.json.data.updated_at > e.updated_at);
     assert.equal(p1.json.data.slug, e.slug);
 
-    const p2 = await call(api.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: { forward_url: null, description: null, paused: false } });
+    const p2 = await call(t.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: { forward_url: null, description: null, paused: false } });
     assert.deepEqual([p2.json.data.forward_url, p2.json.data.description, p2.json.data.paused, p2.json.data.name], [null, null, false, 'renamed']);
 
-    const p3 = await call(api.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: {} });
+    const p3 = await call(t.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: {} });
     assert.equal(p3.status, 200);
     assert.equal(p3.json.data.name, 'renamed');
 
-    const d = await call(api.app, 'DELETE', `/v1/endpoints/${e.id}`, { key: s.key });
+    const d = await call(t.app, 'DELETE', `/v1/endpoints/${e.id}`, { key: s.key });
     assert.equal(d.status, 204);
     assert.equal(d.res.body, '');
-    assert.equal((await call(api.app, 'GET', `/v1/endpoints/${e.id}`, { key: s.key })).status, 404);
-    assert.equal((await call(api.app, 'DELETE', `/v1/endpoints/${e.id}`, { key: s.key })).status, 404);
-    assert.equal((await call(api.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: { name: 'z' } })).status, 404);
+    assert.equal((await call(t.app, 'GET', `/v1/endpoints/${e.id}`, { key: s.key })).status, 404);
+    assert.equal((await call(t.app, 'DELETE', `/v1/endpoints/${e.id}`, { key: s.key })).status, 404);
+    assert.equal((await call(t.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body: { name: 'z' } })).status, 404);
   });
 
   test('names count characters, not bytes or UTF-16 units: 100 emoji are fine', async () => {
@@ -118,7 +106,7 @@ describe('validation: 400 bad_request, and a refused request changes nothing', (
   for (const [what, body] of badCreates) {
     test(`POST refuses ${what}`, async () => {
       const s = await seedOrg(t.db);
-      const r = await call(api.app, 'POST', '/v1/endpoints', { key: s.key, body });
+      const r = await call(t.app, 'POST', '/v1/endpoints', { key: s.key, body });
       assert.equal(r.status, 400, JSON.stringify(r.json));
       assert.equal(r.json.error.code, 'bad_request');
       assert.equal(typeof r.json.error.message, 'string');
@@ -149,10 +137,10 @@ describe('validation: 400 bad_request, and a refused request changes nothing', (
     test(`PATCH refuses ${what}`, async () => {
       const s = await seedOrg(t.db);
       const e = await create(s.key, { name: 'orig', forward_url: 'https://ok.example/' });
-      const r = await call(api.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body });
+      const r = await call(t.app, 'PATCH', `/v1/endpoints/${e.id}`, { key: s.key, body });
       assert.equal(r.status, 400, JSON.stringify(r.json));
       assert.equal(r.json.error.code, 'bad_request');
-      assert.deepEqual((await call(api.app, 'GET', `/v1/endpoints/${e.id}`, { key: s.key })).json.data, e);
+      assert.deepEqual((await call(t.app, 'GET', `/v1/endpoints/${e.id}`, { key: s.key })).json.data, e);
     });
   }
 });
@@ -170,12 +158,12 @@ describe('slugs', () => {
     const s = await seedOrg(t.db);
     const first = await create(s.key, { name: 'old' });
     const live = await create(s.key, { name: 'live' });
-    await call(api.app, 'DELETE', `/v1/endpoints/${first.id}`, { key: s.key });
+    await call(t.app, 'DELETE', `/v1/endpoints/${first.id}`, { key: s.key });
     const { rows } = await t.db.query<{ slug: string }>('select slug from retired_slugs');
     assert.deepEqual(rows.map((r) => r.slug), [first.slug]);
     // Force the generator to offer the retired slug, then the live one, then a fresh one.
     const offers = [first.slug, live.slug, 'freshslug0000001'];
-    const r = await createEndpoint(t.db, api.config.plans, s.org.id, { name: 'new', createdBy: s.memberId }, () => offers.shift()!);
+    const r = await createEndpoint(t.db, t.config.plans, s.org.id, { name: 'new', createdBy: s.memberId }, () => offers.shift()!);
     assert.ok(r.ok);
     assert.equal(r.endpoint.slug, 'freshslug0000001');
     assert.equal(offers.length, 0);
@@ -237,7 +225,7 @@ describe('tenancy and deletion', () => {
     const b = await seedOrg(t.db);
     const e = await create(a.key);
     for (const [method, body] of [['GET'], ['PATCH', { paused: true }], ['DELETE']] as const) {
-      const r = await call(api.app, method, `/v1/endpoints/${e.id}`, { key: b.key, body });
+      const r = await call(t.app, method, `/v1/endpoints/${e.id}`, { key: b.key, body });
       assert.equal(r.status, 404, method);
       assert.equal(r.json.error.code, 'not_found');
     }
@@ -247,7 +235,7 @@ describe('tenancy and deletion', () => {
   test('malformed and unknown ids answer 404', async () => {
     const s = await seedOrg(t.db);
     for (const id of ['nope', '123', '01890000-0000-7000-8000-000000000000']) {
-      assert.equal((await call(api.app, 'GET', `/v1/endpoints/${id}`, { key: s.key })).status, 404);
+      assert.equal((await call(t.app, 'GET', `/v1/endpoints/${id}`, { key: s.key })).status, 404);
     }
   });
 
@@ -262,7 +250,7 @@ describe('tenancy and deletion', () => {
         [s.org.id, e.id],
       );
     }
-    await call(api.app, 'DELETE', `/v1/endpoints/${gone.id}`, { key: s.key });
+    await call(t.app, 'DELETE', `/v1/endpoints/${gone.id}`, { key: s.key });
     const { rows } = await t.db.query<{ endpoint_id: string }>('select endpoint_id from captured_requests');
     assert.deepEqual(rows.map((r) => r.endpoint_id), [keep.id]);
   });

@@ -1,4 +1,5 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { after, before, beforeEach } from 'node:test';
 import pino from 'pino';
 import { createApiKey } from '../../src/auth/api-keys.ts';
 import { Authenticator } from '../../src/auth/authenticate.ts';
@@ -10,6 +11,7 @@ import { createMember } from '../../src/orgs/members.ts';
 import { createOrganization, type Organization } from '../../src/orgs/organizations.ts';
 import type { PlanName } from '../../src/orgs/plans.ts';
 import { routeModules } from '../../src/routes.ts';
+import { openTestDb, type TestDb } from './db.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -42,6 +44,56 @@ export async function buildTestApp(db: Db, overrides: Partial<Config> = {}): Pro
     async close() {
       await app.close();
       await authenticator.stop();
+    },
+  };
+}
+
+export interface UsedTestApp {
+  /** The file's database (its url, reset() and close()). */
+  readonly testDb: TestDb;
+  readonly db: Db;
+  readonly app: FastifyInstance;
+  readonly authenticator: Authenticator;
+  readonly config: Config;
+}
+
+/**
+ * One database and one API app for the enclosing file or describe(): registers
+ * before (open the database, build the app), beforeEach (reset the database,
+ * unless `reset: false`) and after (close the app, then the database). The
+ * returned object's properties are valid once `before` has run.
+ */
+export function useTestApp(overrides: Partial<Config> = {}, opts: { reset?: boolean } = {}): UsedTestApp {
+  let testDb: TestDb | undefined;
+  let api: TestApp | undefined;
+  const ready = () => {
+    if (!testDb || !api) throw new Error('useTestApp(): used before its before() hook ran');
+    return { testDb, api };
+  };
+  before(async () => {
+    testDb = await openTestDb();
+    api = await buildTestApp(testDb.db, overrides);
+  });
+  if (opts.reset ?? true) beforeEach(() => ready().testDb.reset());
+  after(async () => {
+    await api?.close();
+    await testDb?.close();
+  });
+  return {
+    get testDb() {
+      return ready().testDb;
+    },
+    get db() {
+      return ready().testDb.db;
+    },
+    get app() {
+      return ready().api.app;
+    },
+    get authenticator() {
+      return ready().api.authenticator;
+    },
+    get config() {
+      return ready().api.config;
     },
   };
 }

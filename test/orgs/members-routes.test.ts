@@ -1,35 +1,23 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { describe, it } from 'node:test';
+import { addMemberWithKey, call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { assertErrorEnvelope } from '../http/envelope.ts';
 
 // /v1/members: inviting, listing and managing the members of the key's organization.
 
-let tdb: TestDb;
-let t: TestApp;
-
-before(async () => {
-  tdb = await openTestDb();
-  t = await buildTestApp(tdb.db);
-});
-
-after(async () => {
-  await t.close();
-  await tdb.close();
-});
+const t = useTestApp({}, { reset: false });
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
 
 async function auditOf(memberId: string) {
-  const { rows } = await tdb.db.query<any>('select * from audit_log where target_id = $1 order by id', [memberId]);
+  const { rows } = await t.db.query<any>('select * from audit_log where target_id = $1 order by id', [memberId]);
   return rows;
 }
 
 describe('GET /v1/members', () => {
   it('happy: pages the organization’s members newest first', async () => {
-    const { key, memberId, org } = await seedOrg(tdb.db);
-    const second = await addMemberWithKey(tdb.db, org.id, 'viewer', undefined, 'second@example.com');
+    const { key, memberId, org } = await seedOrg(t.db);
+    const second = await addMemberWithKey(t.db, org.id, 'viewer', undefined, 'second@example.com');
     const page1 = await call(t.app, 'GET', '/v1/members?limit=1', { key });
     assert.equal(page1.status, 200);
     assert.deepEqual(page1.json.data.data.map((m: { id: string }) => m.id), [second.memberId]);
@@ -42,20 +30,20 @@ describe('GET /v1/members', () => {
   });
 
   it('happy: lets a viewer with a full-access key list members', async () => {
-    const { org } = await seedOrg(tdb.db);
-    const v = await addMemberWithKey(tdb.db, org.id, 'viewer');
+    const { org } = await seedOrg(t.db);
+    const v = await addMemberWithKey(t.db, org.id, 'viewer');
     assert.equal((await call(t.app, 'GET', '/v1/members', { key: v.key })).status, 200);
   });
 
   it('error: refuses a bad limit or cursor with 400', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     assertErrorEnvelope(await call(t.app, 'GET', '/v1/members?limit=1000', { key }), 400, 'bad_request');
     assertErrorEnvelope(await call(t.app, 'GET', '/v1/members?before=abc', { key }), 400, 'bad_request');
   });
 
   it('security: shows no member of another organization', async () => {
-    const a = await seedOrg(tdb.db);
-    const b = await seedOrg(tdb.db);
+    const a = await seedOrg(t.db);
+    const b = await seedOrg(t.db);
     const ids = (await call(t.app, 'GET', '/v1/members?limit=100', { key: a.key })).json.data.data.map((m: { id: string }) => m.id);
     assert.deepEqual(ids, [a.memberId]);
     assert.ok(!ids.includes(b.memberId));
@@ -64,7 +52,7 @@ describe('GET /v1/members', () => {
 
 describe('GET /v1/members/:id', () => {
   it('happy: answers one member', async () => {
-    const { key, memberId } = await seedOrg(tdb.db);
+    const { key, memberId } = await seedOrg(t.db);
     const res = await call(t.app, 'GET', `/v1/members/${memberId}`, { key });
     assert.equal(res.status, 200);
     assert.equal(res.json.data.id, memberId);
@@ -72,14 +60,14 @@ describe('GET /v1/members/:id', () => {
   });
 
   it('error: answers 404 for an unknown id or one that is not a UUID', async () => {
-    const { key } = await seedOrg(tdb.db);
+    const { key } = await seedOrg(t.db);
     assertErrorEnvelope(await call(t.app, 'GET', `/v1/members/${UNKNOWN_ID}`, { key }), 404, 'not_found');
     assertErrorEnvelope(await call(t.app, 'GET', '/v1/members/42', { key }), 404, 'not_found');
   });
 
   it('security: answers 404, not 403, for another organization’s member', async () => {
-    const a = await seedOrg(tdb.db);
-    const b = await seedOrg(tdb.db);
+    const a = await seedOrg(t.db);
+    const b = await seedOrg(t.db);
     const res = await call(t.app, 'GET', `/v1/members/${b.memberId}`, { key: a.key });
     assertErrorEnvelope(res, 404, 'not_found');
     assert.equal(res.json.error.message, `Member ${b.memberId} not found.`, 'the same answer as an id that never existed');
@@ -89,8 +77,8 @@ describe('GET /v1/members/:id', () => {
 describe('POST /v1/members', () => {
   describe('happy', () => {
     it('lets an admin invite a developer (201) and records who did it', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+      const { org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
       const res = await call(t.app, 'POST', '/v1/members', { key: a.key, body: { email: 'New.Dev@Example.com', role: 'developer' } });
       assert.equal(res.status, 201);
       assert.equal(res.json.data.email, 'New.Dev@Example.com');
@@ -103,8 +91,8 @@ describe('POST /v1/members', () => {
     });
 
     it('lets an admin invite another admin and a super_admin invite a super_admin', async () => {
-      const { key, org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+      const { key, org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
       assert.equal((await call(t.app, 'POST', '/v1/members', { key: a.key, body: { email: 'peer@example.com', role: 'admin' } })).status, 201);
       assert.equal((await call(t.app, 'POST', '/v1/members', { key, body: { email: 'boss@example.com', role: 'super_admin' } })).status, 201);
     });
@@ -120,7 +108,7 @@ describe('POST /v1/members', () => {
       ['a wrongly typed email', { email: ['a@example.com'], role: 'viewer' }, /"email" must be of type string/],
     ] as const) {
       it(`refuses ${what} with 400`, async () => {
-        const { key } = await seedOrg(tdb.db);
+        const { key } = await seedOrg(t.db);
         const res = await call(t.app, 'POST', '/v1/members', { key, body });
         assertErrorEnvelope(res, 400, 'bad_request');
         assert.match(res.json.error.message, message);
@@ -128,37 +116,37 @@ describe('POST /v1/members', () => {
     }
 
     it('refuses an email already in the organization, in any case, with 409 conflict', async () => {
-      const { key } = await seedOrg(tdb.db, { email: 'taken@example.com' });
+      const { key } = await seedOrg(t.db, { email: 'taken@example.com' });
       assertErrorEnvelope(await call(t.app, 'POST', '/v1/members', { key, body: { email: 'TAKEN@example.com', role: 'viewer' } }), 409, 'conflict');
     });
 
     it('accepts the same email in another organization', async () => {
-      await seedOrg(tdb.db, { email: 'shared@example.com' });
-      const { key } = await seedOrg(tdb.db);
+      await seedOrg(t.db, { email: 'shared@example.com' });
+      const { key } = await seedOrg(t.db);
       assert.equal((await call(t.app, 'POST', '/v1/members', { key, body: { email: 'shared@example.com', role: 'viewer' } })).status, 201);
     });
   });
 
   describe('security', () => {
     it('refuses an admin inviting a super_admin (403): nobody grants a role above their own', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+      const { org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
       const res = await call(t.app, 'POST', '/v1/members', { key: a.key, body: { email: 'up@example.com', role: 'super_admin' } });
       assertErrorEnvelope(res, 403, 'forbidden');
       assert.match(res.json.error.message, /admin cannot invite a super_admin/);
     });
 
     it('refuses developers and viewers (403: members.invite)', async () => {
-      const { org } = await seedOrg(tdb.db);
+      const { org } = await seedOrg(t.db);
       for (const role of ['developer', 'viewer'] as const) {
-        const m = await addMemberWithKey(tdb.db, org.id, role);
+        const m = await addMemberWithKey(t.db, org.id, role);
         assertErrorEnvelope(await call(t.app, 'POST', '/v1/members', { key: m.key, body: { email: `${role}-invites@example.com`, role: 'viewer' } }), 403, 'forbidden');
       }
     });
 
     it('refuses a developer’s key even when it holds members:invite: scoping only narrows', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer', ['members:invite']);
+      const { org } = await seedOrg(t.db);
+      const d = await addMemberWithKey(t.db, org.id, 'developer', ['members:invite']);
       assertErrorEnvelope(await call(t.app, 'POST', '/v1/members', { key: d.key, body: { email: 'x@example.com', role: 'viewer' } }), 403, 'forbidden');
     });
   });
@@ -167,9 +155,9 @@ describe('POST /v1/members', () => {
 describe('PATCH /v1/members/:id', () => {
   describe('happy', () => {
     it('changes a role and writes it to the audit log with actor, from, to and time', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+      const { org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
       const res = await call(t.app, 'PATCH', `/v1/members/${d.memberId}`, { key: a.key, body: { role: 'viewer' } });
       assert.equal(res.status, 200);
       assert.equal(res.json.data.role, 'viewer');
@@ -181,8 +169,8 @@ describe('PATCH /v1/members/:id', () => {
     });
 
     it('deactivates a member, whose keys then answer 401, and reactivates them', async () => {
-      const { key, org } = await seedOrg(tdb.db);
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+      const { key, org } = await seedOrg(t.db);
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
       assert.equal((await call(t.app, 'PATCH', `/v1/members/${d.memberId}`, { key, body: { active: false } })).json.data.active, false);
       assertErrorEnvelope(await call(t.app, 'GET', '/v1/me', { key: d.key }), 401, 'unauthorized');
       assert.equal((await call(t.app, 'PATCH', `/v1/members/${d.memberId}`, { key, body: { active: true } })).json.data.active, true);
@@ -191,29 +179,29 @@ describe('PATCH /v1/members/:id', () => {
     });
 
     it('lets one of two super_admins step down', async () => {
-      const { key, memberId, org } = await seedOrg(tdb.db);
-      await addMemberWithKey(tdb.db, org.id, 'super_admin');
+      const { key, memberId, org } = await seedOrg(t.db);
+      await addMemberWithKey(t.db, org.id, 'super_admin');
       assert.equal((await call(t.app, 'PATCH', `/v1/members/${memberId}`, { key, body: { role: 'admin' } })).status, 200);
     });
   });
 
   describe('error', () => {
     it('refuses an empty body, unknown fields and wrong types with 400', async () => {
-      const { key, memberId } = await seedOrg(tdb.db);
+      const { key, memberId } = await seedOrg(t.db);
       for (const body of [{}, { rolle: 'admin' }, { active: 'false' }, { role: 'root' }, { active: 0 }]) {
         assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/members/${memberId}`, { key, body }), 400, 'bad_request');
       }
     });
 
     it('answers 404 for an unknown id or one that is not a UUID', async () => {
-      const { key } = await seedOrg(tdb.db);
+      const { key } = await seedOrg(t.db);
       assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/members/${UNKNOWN_ID}`, { key, body: { active: false } }), 404, 'not_found');
       assertErrorEnvelope(await call(t.app, 'PATCH', '/v1/members/me', { key, body: { active: false } }), 404, 'not_found');
     });
 
     it('refuses to demote or deactivate the last active super_admin (409), even themselves', async () => {
-      const { key, memberId, org } = await seedOrg(tdb.db);
-      const inactive = await addMemberWithKey(tdb.db, org.id, 'super_admin');
+      const { key, memberId, org } = await seedOrg(t.db);
+      const inactive = await addMemberWithKey(t.db, org.id, 'super_admin');
       await call(t.app, 'PATCH', `/v1/members/${inactive.memberId}`, { key, body: { active: false } });
       for (const body of [{ role: 'admin' }, { active: false }, { role: 'viewer', active: false }]) {
         const res = await call(t.app, 'PATCH', `/v1/members/${memberId}`, { key, body });
@@ -226,9 +214,9 @@ describe('PATCH /v1/members/:id', () => {
 
   describe('security', () => {
     it('refuses an admin promoting anyone to super_admin (403), themselves included', async () => {
-      const { org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+      const { org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
       for (const id of [d.memberId, a.memberId]) {
         const res = await call(t.app, 'PATCH', `/v1/members/${id}`, { key: a.key, body: { role: 'super_admin' } });
         assertErrorEnvelope(res, 403, 'forbidden');
@@ -237,9 +225,9 @@ describe('PATCH /v1/members/:id', () => {
     });
 
     it('refuses an admin changing a super_admin at all (403)', async () => {
-      const { org, memberId: superAdmin } = await seedOrg(tdb.db);
-      await addMemberWithKey(tdb.db, org.id, 'super_admin');
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
+      const { org, memberId: superAdmin } = await seedOrg(t.db);
+      await addMemberWithKey(t.db, org.id, 'super_admin');
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
       for (const body of [{ role: 'viewer' }, { active: false }]) {
         const res = await call(t.app, 'PATCH', `/v1/members/${superAdmin}`, { key: a.key, body });
         assertErrorEnvelope(res, 403, 'forbidden');
@@ -248,22 +236,22 @@ describe('PATCH /v1/members/:id', () => {
     });
 
     it('refuses developers (403: members.manage)', async () => {
-      const { org, memberId } = await seedOrg(tdb.db);
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+      const { org, memberId } = await seedOrg(t.db);
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
       assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/members/${memberId}`, { key: d.key, body: { active: false } }), 403, 'forbidden');
     });
 
     it('answers 404, not 403, for another organization’s member, and leaves them unchanged', async () => {
-      const a = await seedOrg(tdb.db);
-      const b = await seedOrg(tdb.db, { role: 'developer' });
+      const a = await seedOrg(t.db);
+      const b = await seedOrg(t.db, { role: 'developer' });
       assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/members/${b.memberId}`, { key: a.key, body: { active: false } }), 404, 'not_found');
       assert.equal((await call(t.app, 'GET', '/v1/me', { key: b.key })).status, 200);
     });
 
     it('acts with the caller’s live role: an admin demoted a moment ago can no longer manage', async () => {
-      const { key, org } = await seedOrg(tdb.db);
-      const a = await addMemberWithKey(tdb.db, org.id, 'admin');
-      const d = await addMemberWithKey(tdb.db, org.id, 'developer');
+      const { key, org } = await seedOrg(t.db);
+      const a = await addMemberWithKey(t.db, org.id, 'admin');
+      const d = await addMemberWithKey(t.db, org.id, 'developer');
       assert.equal((await call(t.app, 'PATCH', `/v1/members/${d.memberId}`, { key: a.key, body: { role: 'viewer' } })).status, 200);
       assert.equal((await call(t.app, 'PATCH', `/v1/members/${a.memberId}`, { key, body: { role: 'developer' } })).status, 200);
       assertErrorEnvelope(await call(t.app, 'PATCH', `/v1/members/${d.memberId}`, { key: a.key, body: { role: 'developer' } }), 403, 'forbidden');

@@ -1,34 +1,22 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
-import { addMemberWithKey, buildTestApp, call, seedOrg, type Seeded, type TestApp } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { addMemberWithKey, call, seedOrg, type Seeded, useTestApp } from '../helpers/app.ts';
 import { storeCaptures } from './fixtures.ts';
 
-let t: TestDb;
-let api: TestApp;
-
-before(async () => {
-  t = await openTestDb();
-  api = await buildTestApp(t.db);
-});
-beforeEach(() => t.reset());
-after(async () => {
-  await api.close();
-  await t.close();
-});
+const t = useTestApp();
 
 const HOUR = 3_600_000;
 
 async function orgEndpoint(s?: Seeded) {
   const seeded = s ?? (await seedOrg(t.db));
-  const e = (await call(api.app, 'POST', '/v1/endpoints', { key: seeded.key, body: { name: 'e' } })).json.data;
+  const e = (await call(t.app, 'POST', '/v1/endpoints', { key: seeded.key, body: { name: 'e' } })).json.data;
   return { ...seeded, endpoint: e as { id: string; organization_id: string } };
 }
 
 const store = storeCaptures;
 
-const list = (key: string, endpointId: string, qs = '') => call(api.app, 'GET', `/v1/endpoints/${endpointId}/requests${qs}`, { key });
+const list = (key: string, endpointId: string, qs = '') => call(t.app, 'GET', `/v1/endpoints/${endpointId}/requests${qs}`, { key });
 
 describe('GET /v1/endpoints/:id/requests', () => {
   test('pages newest first with limit (default 25) and the before cursor', async () => {
@@ -118,7 +106,7 @@ describe('GET /v1/requests/:id and /body', () => {
   test('the full record: ordered header pairs, UTF-8 body as text', async () => {
     const o = await orgEndpoint();
     const [c] = await store(t.db, o.endpoint, [{ body: Buffer.from('{"a":"é"}'), headers: [['X', '1'], ['x', '2'], ['Y', '']] }]);
-    const r = await call(api.app, 'GET', `/v1/requests/${c.id}`, { key: o.key });
+    const r = await call(t.app, 'GET', `/v1/requests/${c.id}`, { key: o.key });
     assert.equal(r.status, 200);
     assert.deepEqual(r.json.data, {
       id: c.id,
@@ -140,14 +128,14 @@ describe('GET /v1/requests/:id and /body', () => {
     const o = await orgEndpoint();
     const bytes = Buffer.from([0xc3, 0x28, 0x00, 0xff]);
     const [c, bare] = await store(t.db, o.endpoint, [{ body: bytes, content_type: 'image/x-weird' }, { body: Buffer.from('plain'), content_type: null }]);
-    const r = await call(api.app, 'GET', `/v1/requests/${c.id}`, { key: o.key });
+    const r = await call(t.app, 'GET', `/v1/requests/${c.id}`, { key: o.key });
     assert.deepEqual([r.json.data.body, r.json.data.body_encoding], [bytes.toString('base64'), 'base64']);
-    const raw = await api.app.inject({ method: 'GET', url: `/v1/requests/${c.id}/body`, headers: { authorization: `Bearer ${o.key}` } });
+    const raw = await t.app.inject({ method: 'GET', url: `/v1/requests/${c.id}/body`, headers: { authorization: `Bearer ${o.key}` } });
     assert.equal(raw.statusCode, 200);
     assert.deepEqual(raw.rawPayload, bytes);
     assert.equal(raw.headers['content-type'], 'image/x-weird');
     assert.equal(raw.headers['x-content-type-options'], 'nosniff');
-    const plain = await api.app.inject({ method: 'GET', url: `/v1/requests/${bare.id}/body`, headers: { authorization: `Bearer ${o.key}` } });
+    const plain = await t.app.inject({ method: 'GET', url: `/v1/requests/${bare.id}/body`, headers: { authorization: `Bearer ${o.key}` } });
     assert.equal(plain.headers['content-type'], 'application/octet-stream');
     assert.equal(plain.body, 'plain');
   });
@@ -157,7 +145,7 @@ describe('GET /v1/requests/:id and /body', () => {
     const b = await seedOrg(t.db);
     const [c] = await store(t.db, a.endpoint, [{}]);
     for (const url of [`/v1/requests/${c.id}`, `/v1/requests/${c.id}/body`, `/v1/requests/${newId()}`, '/v1/requests/xyz', `/v1/requests/${newId()}/body`]) {
-      const r = await call(api.app, 'GET', url, { key: url.includes(c.id) ? b.key : a.key });
+      const r = await call(t.app, 'GET', url, { key: url.includes(c.id) ? b.key : a.key });
       assert.equal(r.status, 404, url);
       assert.equal(r.json.error.code, 'not_found');
     }
@@ -172,9 +160,9 @@ test('every route needs the requests:read scope; any role may read', async () =>
   const endpointsOnly = await addMemberWithKey(t.db, owner.org.id, 'admin', ['endpoints:read', 'endpoints:write']);
   const viewerFull = await addMemberWithKey(t.db, owner.org.id, 'viewer');
   for (const url of urls) {
-    assert.equal((await call(api.app, 'GET', url, { key: reader.key })).status, 200, url);
-    assert.equal((await call(api.app, 'GET', url, { key: viewerFull.key })).status, 200, url);
-    const denied = await call(api.app, 'GET', url, { key: endpointsOnly.key });
+    assert.equal((await call(t.app, 'GET', url, { key: reader.key })).status, 200, url);
+    assert.equal((await call(t.app, 'GET', url, { key: viewerFull.key })).status, 200, url);
+    const denied = await call(t.app, 'GET', url, { key: endpointsOnly.key });
     assert.equal(denied.status, 403, url);
     assert.equal(denied.json.error.code, 'forbidden');
   }
