@@ -1,10 +1,11 @@
+import { httpsTargetUrlProblem } from '../delivery/target-url.ts';
+
 /**
  * Field rules of saved and forward destinations, shared by creation and the
  * PATCH routes. Each check answers a readable problem or undefined; the
  * callers turn a problem into a 400 bad_request before anything is written.
  */
 export const NAME_MAX = 100;
-export const URL_MAX = 2048;
 export const TARGET_PATH_MAX = 2048;
 /** Enough for a week of spaced retries; a longer schedule is almost always a mistake. */
 export const RETRY_SCHEDULE_MAX_ENTRIES = 20;
@@ -33,17 +34,7 @@ export function nameProblem(name: string): string | undefined {
 }
 
 export function httpsUrlProblem(url: string): string | undefined {
-  if (url.length > URL_MAX) return `Field "url" must be at most ${URL_MAX} characters long.`;
-  if (!url.startsWith('https://')) return 'Field "url" must start with https://.';
-  if (/[\s\p{Cc}]/u.test(url)) return 'Field "url" must not contain spaces or control characters.';
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'Field "url" is not a valid URL.';
-  }
-  if (!parsed.hostname) return 'Field "url" must name a host.';
-  return undefined;
+  return httpsTargetUrlProblem(url, 'url');
 }
 
 export function methodProblem(method: string | null): string | undefined {

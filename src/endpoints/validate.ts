@@ -1,3 +1,5 @@
+import { httpsTargetUrlProblem } from '../delivery/target-url.ts';
+
 /** Fields a client may set on an endpoint, in domain spelling. undefined = not given. */
 export interface EndpointFields {
   name?: string;
@@ -8,7 +10,6 @@ export interface EndpointFields {
 export const NAME_MAX = 100;
 /** The specification sets no bound on descriptions; this one keeps rows and list responses small. */
 export const DESCRIPTION_MAX = 2000;
-export const FORWARD_URL_MAX = 2048;
 
 /** Length in characters as people count them (code points), as JSON Schema's maxLength does. */
 function chars(s: string): number {
@@ -23,18 +24,7 @@ const hasNul = (s: string) => s.includes('\u0000');
 
 /** Why a forward_url is unacceptable, or undefined. The specification's rule: it must start with https://. */
 export function forwardUrlProblem(url: string): string | undefined {
-  if (!url.startsWith('https://')) return 'Field "forward_url" must start with https:// (or be null to disable forwarding).';
-  if (url.length > FORWARD_URL_MAX) return `Field "forward_url" must be at most ${FORWARD_URL_MAX} characters long.`;
-  if ([...url].some((ch) => ch <= ' ' || ch === '\u007f' || /\s/.test(ch))) return 'Field "forward_url" must not contain spaces or control characters.';
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'Field "forward_url" is not a valid URL.';
-  }
-  if (!parsed.hostname) return 'Field "forward_url" must name a host.';
-  if (parsed.username || parsed.password) return 'Field "forward_url" must not carry credentials (user:password@).';
-  return undefined;
+  return httpsTargetUrlProblem(url, 'forward_url', { httpsHint: ' (or be null to disable forwarding)', refuseCredentials: true });
 }
 
 /** The endpoint rules of the specification; the first broken one as a sentence, or undefined. */
