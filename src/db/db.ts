@@ -8,9 +8,17 @@ export interface QueryResult<R> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  name?: string;
+}
+
 export interface Queryable {
-  /** One parameterised statement. bytea columns come back as Buffer. */
-  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<R>>;
+  /**
+   * One parameterised statement. bytea columns come back as Buffer.
+   * `opts.name` prepares it once per connection under that name (PostgreSQL):
+   * for a hot statement whose parse and plan cost more than running it.
+   */
+  query<R = Record<string, unknown>>(text: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>>;
   /** Several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
 }

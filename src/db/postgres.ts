@@ -1,12 +1,12 @@
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from './db.ts';
+import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
 
 type Conn = pg.Pool | pg.PoolClient;
 
 function wrap(conn: Conn): Queryable {
   return {
-    async query<R>(text: string, params?: unknown[]): Promise<QueryResult<R>> {
-      const res = await conn.query(text, params as unknown[]);
+    async query<R>(text: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> {
+      const res = opts?.name ? await conn.query({ name: opts.name, text, values: params }) : await conn.query(text, params as unknown[]);
       return { rows: res.rows as R[], rowCount: res.rowCount ?? res.rows.length };
     },
     async exec(sql: string): Promise<void> {

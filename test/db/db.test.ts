@@ -26,6 +26,25 @@ const until = async (cond: () => boolean, ms = 2000) => {
 };
 
 describe('queries', () => {
+  it('runs named statements: prepared once, reused with new parameters, bytea in binary, inside transactions too', async () => {
+    await tdb.db.query('delete from db_test');
+    const insert = 'insert into db_test (id, v, b) select * from unnest($1::int[], $2::text[]) as u(id, v), (select $3::bytea) as b returning id';
+    const bytes = Buffer.from([0, 0x5c, 0x78, 255, 0]);
+    const first = await tdb.db.query<{ id: number }>(insert, [[1, 2], ['a', null], bytes], { name: 'db_test_insert' });
+    assert.deepEqual(first.rows.map((r) => r.id), [1, 2]);
+    // an array literal given as text, as src/ingest/store.ts sends them
+    const second = await tdb.db.query<{ id: number }>(insert, ['{3,4}', '{"{\\"x\\":1}","NULL"}', Buffer.alloc(0)], { name: 'db_test_insert' });
+    assert.deepEqual(second.rows.map((r) => r.id), [3, 4]);
+    const { rows } = await tdb.db.query<{ id: number; v: string | null; b: Buffer }>('select id, v, b from db_test order by id');
+    assert.deepEqual(rows.map((r) => [r.id, r.v, r.b.toString('hex')]), [[1, 'a', '005c78ff00'], [2, null, '005c78ff00'], [3, '{"x":1}', ''], [4, 'NULL', '']]);
+    await tdb.db.transaction(async (tx) => {
+      await tx.query('update db_test set v = $1 where id = $2', ['in tx', 3], { name: 'db_test_update' });
+    });
+    assert.equal((await tdb.db.query<{ v: string }>('select v from db_test where id = 3')).rows[0].v, 'in tx');
+    await assert.rejects(tdb.db.query('select 1/$1::int as n', [0], { name: 'db_test_div' }), (e) => sqlState(e) === '22012');
+    assert.equal((await tdb.db.query<{ n: number }>('select 1/$1::int as n', [1], { name: 'db_test_div' })).rows[0].n, 1, 'usable after an error');
+  });
+
   it('binds parameters and returns rows and row counts', async () => {
     await tdb.db.query('delete from db_test');
     const ins = await tdb.db.query('insert into db_test (id, v) values ($1, $2), ($3, $4)', [1, "o'brien", 2, null]);
@@ -134,6 +153,10 @@ describe('ids', () => {
     const ids = Array.from({ length: 5000 }, () => newId());
     assert.ok(ids.every(isUuid));
     assert.ok(ids.every((id) => id[14] === '7'));
+    assert.ok(ids.every((id) => '89ab'.includes(id[19])), 'RFC 9562 variant');
+    const now = Date.now();
+    const ms = parseInt(newId(now).slice(0, 8) + newId(now).slice(9, 13), 16);
+    assert.ok(ms >= now && ms <= now + 1, 'the first 48 bits are the millisecond');
     assert.deepEqual([...ids].sort(), ids);
     assert.equal(new Set(ids).size, ids.length);
   });
