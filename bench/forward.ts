@@ -12,8 +12,8 @@
  *      by polling alone.
  * The database is PGlite in memory, or a fresh PostgreSQL database beside
  * DATABASE_URL when it is set. In (a) and (b) captures are written the way
- * the ingest batcher writes them (capture rows and their deliveries in one
- * transaction), so the offered load is exact and costs no HTTP.
+ * the ingest batcher writes them (storeCaptures: capture rows and their
+ * deliveries in one statement), so the offered load is exact and costs no HTTP.
  * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10).
  */
 import { fork } from 'node:child_process';
@@ -26,12 +26,14 @@ import { newId } from '../src/db/ids.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
-import { enqueueDeliveries } from '../src/delivery/enqueue.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
+import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
+import { idTime } from '../src/requests/capture-ids.ts';
+import type { Capture } from '../src/requests/captures.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
@@ -79,28 +81,29 @@ await migrate(db);
 const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
 const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
 
-/** One capture transaction: `n` capture rows (one multi-row insert) and their deliveries, like the ingest batcher's group commit. */
+/** One capture group: `n` captures and their deliveries in one capture statement, like the ingest batcher's group commit. */
 async function capture(n: number): Promise<string[]> {
-  const ids: string[] = [];
-  const at: string[] = [];
+  const caps: Capture[] = [];
   for (let i = 0; i < n; i++) {
-    const ms = Date.now();
-    ids.push(newId(ms));
-    at.push(new Date(parseInt(ids[i].slice(0, 8) + ids[i].slice(9, 13), 16)).toISOString());
+    const id = newId();
+    caps.push({
+      id,
+      organization_id: org.id,
+      endpoint_id: endpoint.id,
+      received_at: new Date(idTime(id)),
+      method: 'POST',
+      path: '',
+      query: '',
+      headers: HEADERS,
+      body: BODY,
+      body_size: BODY.length,
+      content_type: 'application/json',
+      source_ip: null,
+    });
   }
-  await db.transaction(async (tx) => {
-    await tx.query(
-      `insert into captured_requests (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type)
-       select id, $2::uuid, $3::uuid, at, 'POST', '', '', $4::jsonb, $5::bytea, $6, 'application/json'
-         from unnest($1::uuid[], $7::timestamptz[]) as c(id, at)`,
-      [ids, org.id, endpoint.id, JSON.stringify(HEADERS), BODY, BODY.length, at],
-    );
-    await enqueueDeliveries(
-      tx,
-      ids.map((id, i) => ({ id, organizationId: org.id, endpointId: endpoint.id, receivedAt: new Date(at[i]) })),
-    );
-  });
-  return ids;
+  const outcomes = await storeCaptures(db, caps);
+  if (outcomes.some((o) => o !== 'stored')) throw new Error(`capture group not stored: ${[...new Set(outcomes)].join(', ')}`);
+  return caps.map((c) => c.id);
 }
 
 // One transport for every run (a worker's stop() would close it): its

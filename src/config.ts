@@ -52,10 +52,10 @@ function port(env: Env, name: string, dflt: number): number {
   return Number(v);
 }
 
-function positiveInt(env: Env, name: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
+function positiveInt(env: Env, name: string, dflt: number, max = Number.MAX_SAFE_INTEGER, min = 1): number {
   const v = str(env, name);
   if (v === undefined) return dflt;
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw new ConfigError(name, `must be an integer 1-${max}, got "${v}"`);
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw new ConfigError(name, `must be an integer ${min}-${max}, got "${v}"`);
   return Number(v);
 }
 
@@ -165,7 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies,
     logLevel,
     dbPoolSize: positiveInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
-    captureBatchMs: positiveInt(env, 'WEIR_CAPTURE_BATCH_MS', 2, 1000),
+    captureBatchMs: positiveInt(env, 'WEIR_CAPTURE_BATCH_MS', 0, 1000, 0),
     ...deliverySettings(env),
   };
 }

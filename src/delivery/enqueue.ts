@@ -1,17 +1,8 @@
 import { notify, type Queryable } from '../db/db.ts';
-import { newId } from '../db/ids.ts';
 import type { DestinationType } from './transport.ts';
 
 /** The channel workers LISTEN on; one notification per committed batch of new deliveries. */
 export const DELIVERY_CHANNEL = 'weir_deliveries';
-
-/** A capture just inserted, as the delivery engine needs it. */
-export interface NewCapture {
-  id: string;
-  organizationId: string;
-  endpointId: string;
-  receivedAt: Date;
-}
 
 /** Where one endpoint forwards to right now. */
 export interface ForwardTarget {
@@ -27,7 +18,9 @@ export interface ForwardTarget {
 /**
  * The targets of some endpoints: the forward_url first (when set), then the
  * forward destinations in sort_order. Disabled destinations are included
- * only when asked, for a replay that names one.
+ * only when asked, for a replay that names one. New captures get their
+ * deliveries by the same rule inside the capture statement itself
+ * (src/ingest/store.ts), which must be kept in step with this one.
  */
 export async function forwardTargets(db: Queryable, endpointIds: readonly string[], opts: { includeDisabled?: boolean } = {}): Promise<ForwardTarget[]> {
   const { rows } = await db.query<{
@@ -93,33 +86,4 @@ export async function insertDeliveries(tx: Queryable, rows: readonly NewDelivery
 
 export function wakeWorkers(tx: Queryable): Promise<void> {
   return notify(tx, DELIVERY_CHANNEL, '');
-}
-
-/**
- * Called by the ingest batcher inside the same transaction that inserts the
- * captures, so a capture and its deliveries commit together (DESIGN.md,
- * "Durable ack"). Inserts one delivery per enabled forward destination of
- * each capture's endpoint, plus one for the endpoint's forward_url when set,
- * and NOTIFYs the workers once for the whole batch (delivered on commit).
- * Three statements per batch (targets, insert, notify), whatever its size.
- */
-export async function enqueueDeliveries(tx: Queryable, captures: readonly NewCapture[]): Promise<void> {
-  if (captures.length === 0) return;
-  const endpointIds = [...new Set(captures.map((c) => c.endpointId))];
-  const targets = await forwardTargets(tx, endpointIds);
-  if (targets.length === 0) return;
-  const byEndpoint = new Map<string, ForwardTarget[]>();
-  for (const t of targets) {
-    const list = byEndpoint.get(t.endpointId) ?? [];
-    list.push(t);
-    byEndpoint.set(t.endpointId, list);
-  }
-  const rows: NewDelivery[] = [];
-  for (const c of captures) {
-    for (const target of byEndpoint.get(c.endpointId) ?? []) {
-      rows.push({ id: newId(), organizationId: c.organizationId, requestId: c.id, requestReceivedAt: c.receivedAt, target, replayBatchId: null });
-    }
-  }
-  await insertDeliveries(tx, rows);
-  await wakeWorkers(tx);
 }

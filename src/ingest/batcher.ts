@@ -1,24 +1,22 @@
 import type { Logger } from 'pino';
-import { sqlState, type Db, type Queryable } from '../db/db.ts';
-import { enqueueDeliveries } from '../delivery/enqueue.ts';
-import { insertCaptures, type BodyTransport, type Capture } from '../requests/captures.ts';
+import { sqlState, type Db } from '../db/db.ts';
+import type { Capture } from '../requests/captures.ts';
+import { storeCaptures, type StoreOutcome } from './store.ts';
 
-/**
- * What became of one capture:
- * - stored: committed (with its deliveries); only now may the sender get a 2xx;
- * - endpoint_gone: the endpoint was deleted after the slug was looked up (404);
- * - endpoint_paused: it was paused after the slug was looked up (423);
- * - endpoint_busy: the endpoint row is locked by a delete in progress (503, retry);
- * - overloaded: too much is already waiting for the database (503, retry).
- * A database failure rejects the promise (503): never an acknowledgement.
- */
-export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'endpoint_busy' | 'overloaded';
+export type { StoreOutcome } from './store.ts';
 
 export interface BatcherOptions {
   /** How long the first capture of a batch waits for company (config.captureBatchMs). */
   batchMs: number;
-  /** Batches committing at once: 1 on PGlite (one connection), a few on PostgreSQL. */
+  /** Batches committing at once: 1 on PGlite (one connection), 2 on PostgreSQL. */
   maxInFlight: number;
+  /**
+   * A further batch starts while others commit only if each of those carries
+   * at least this many body bytes (default 1 MiB): small captures gather into
+   * one bigger group per commit, while a large upload that takes long to
+   * write does not hold everyone else back.
+   */
+  heavyBatchBytes?: number;
   maxBatchRows?: number;
   maxBatchBytes?: number;
   /** Bound on what waits in memory when the database is slow or down. */
@@ -34,27 +32,34 @@ interface Pending {
 
 /**
  * Group commit. A durable acknowledgement needs a commit, and a commit costs
- * a WAL flush (an fsync) whether it carries one row or five hundred. So
- * captures arriving within one short tick (WEIR_CAPTURE_BATCH_MS, default
- * 2 ms) share one transaction: one multi-row INSERT plus the delivery rows,
- * one commit, then every sender in the batch gets its 2xx. The trade-off is
- * latency for throughput: each request waits up to one tick plus the batch's
- * commit, and in return the database does one flush per tick instead of one
- * per request. While the maximum number of batches is committing, new
- * captures keep queueing and leave together with the next free slot, so
- * batches grow with load instead of queueing commits.
+ * a WAL flush (an fsync) and a round trip whether it carries one row or five
+ * hundred. So captures travel in groups: a group leaves at the end of the
+ * event-loop turn in which its first capture arrived (every request whose
+ * bytes came in that turn joins it), or after WEIR_CAPTURE_BATCH_MS when
+ * that is set above 0; it is stored by ONE statement (src/ingest/store.ts)
+ * and only then does every sender in it get its 2xx. While a group is being
+ * committed the next one gathers everything that arrives meanwhile and
+ * leaves the moment the database is free, so groups grow with load instead
+ * of commits queueing up: an idle server answers in one commit's time, a
+ * busy one commits fewer, bigger groups. The trade-off is that a request
+ * waits for the commit of its group (and, under load, of the group before
+ * it), and in return the database does one flush per group instead of one
+ * per request; without it durable capture would be bounded by fsyncs per
+ * second.
  */
 export class CaptureBatcher {
   private queue: Pending[] = [];
   private queuedBytes = 0;
   private inFlight = 0;
+  /** Batches in flight under heavyBatchBytes. */
+  private lightInFlight = 0;
   private due = false;
   private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private closed = false;
   private idle: (() => void) | undefined;
-  /** Counters for operators and the benchmark: batches committed, captures in them, milliseconds spent in their transactions. */
+  /** Counters for operators and the benchmark: batches committed, captures in them, milliseconds spent storing them. */
   readonly stats = { batches: 0, captures: 0, commitMs: 0 };
-  private readonly transport: BodyTransport;
   private readonly maxBatchRows: number;
   private readonly maxBatchBytes: number;
   private readonly maxQueuedRows: number;
@@ -65,7 +70,6 @@ export class CaptureBatcher {
     private readonly opts: BatcherOptions,
     private readonly logger?: Logger,
   ) {
-    this.transport = db.kind === 'pglite' ? 'hex' : 'binary';
     this.maxBatchRows = opts.maxBatchRows ?? 500;
     this.maxBatchBytes = opts.maxBatchBytes ?? 8 * 1024 * 1024;
     this.maxQueuedRows = opts.maxQueuedRows ?? 20_000;
@@ -85,21 +89,35 @@ export class CaptureBatcher {
       if (this.queue.length >= this.maxBatchRows || this.queuedBytes >= this.maxBatchBytes) {
         this.due = true;
         this.pump();
-      } else if (!this.timer && !this.due) {
-        this.timer = setTimeout(() => {
-          this.timer = undefined;
-          this.due = true;
-          this.pump();
-        }, this.opts.batchMs);
+      } else {
+        this.schedule();
       }
     });
+  }
+
+  /**
+   * Makes the queue due: at the end of this turn of the event loop (after
+   * every request whose bytes arrived in it), or after batchMs when one is set.
+   */
+  private schedule(): void {
+    if (this.due || this.timer || this.immediate) return;
+    const fire = () => {
+      this.timer = undefined;
+      this.immediate = undefined;
+      this.due = true;
+      this.pump();
+    };
+    if (this.opts.batchMs > 0) this.timer = setTimeout(fire, this.opts.batchMs);
+    else this.immediate = setImmediate(fire);
   }
 
   /** Commits whatever is queued, waits for batches in flight, then refuses new captures. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
+    clearImmediate(this.immediate);
     this.timer = undefined;
+    this.immediate = undefined;
     this.due = true;
     this.pump();
     if (this.queue.length === 0 && this.inFlight === 0) return;
@@ -107,13 +125,10 @@ export class CaptureBatcher {
   }
 
   private pump(): void {
-    while (this.due && this.queue.length > 0 && this.inFlight < this.opts.maxInFlight) {
+    while (this.due && this.queue.length > 0 && this.inFlight < this.opts.maxInFlight && this.lightInFlight === 0) {
       const batch = this.take();
       this.inFlight++;
-      void this.flush(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
+      void this.flush(batch);
     }
     if (this.queue.length === 0) {
       this.due = this.closed;
@@ -133,52 +148,43 @@ export class CaptureBatcher {
   }
 
   private async flush(batch: Pending[]): Promise<void> {
+    const started = performance.now();
+    let bytes = 0;
+    for (const p of batch) bytes += p.capture.body.length;
+    const light = bytes < (this.opts.heavyBatchBytes ?? 1024 * 1024);
+    if (light) this.lightInFlight++;
+    const results = await this.commit(batch);
+    if (light) this.lightInFlight--;
+    this.stats.commitMs += performance.now() - started;
+    this.stats.batches++;
+    this.stats.captures += batch.length;
+    // Free the slot and send the next group BEFORE answering this one, so
+    // the database works on it while the answers are written.
+    this.inFlight--;
+    this.pump();
+    batch.forEach((p, i) => {
+      const r = results[i];
+      if (r.ok) p.resolve(r.outcome);
+      else p.reject(r.error);
+    });
+  }
+
+  private async commit(batch: Pending[]): Promise<Array<{ ok: true; outcome: StoreOutcome } | { ok: false; error: unknown }>> {
     try {
-      const started = performance.now();
-      const outcomes = await this.db.transaction((tx) => commitCaptures(tx, batch.map((p) => p.capture), this.transport));
-      this.stats.commitMs += performance.now() - started;
-      this.stats.batches++;
-      this.stats.captures += batch.length;
-      batch.forEach((p, i) => p.resolve(outcomes[i]));
-    } catch (err) {
+      const outcomes = await storeCaptures(this.db, batch.map((p) => p.capture));
+      return outcomes.map((outcome) => ({ ok: true, outcome }));
+    } catch (error) {
       // A data or constraint error is about some row, not the database: retry
       // the rows one by one so one poisonous request cannot fail its batch.
-      const state = sqlState(err) ?? '';
+      const state = sqlState(error) ?? '';
       if (batch.length > 1 && (state.startsWith('22') || state.startsWith('23'))) {
-        this.logger?.warn({ err, rows: batch.length }, 'capture batch failed on a row; retrying its rows one by one');
-        for (const p of batch) await this.flush([p]);
-        return;
+        this.logger?.warn({ err: error, rows: batch.length }, 'capture batch failed on a row; retrying its rows one by one');
+        const results = [];
+        for (const p of batch) results.push(...(await this.commit([p])));
+        return results;
       }
-      this.logger?.error({ err, rows: batch.length }, 'capture batch failed; answering 503');
-      for (const p of batch) p.reject(err);
+      this.logger?.error({ err: error, rows: batch.length }, 'capture batch failed; answering 503');
+      return batch.map(() => ({ ok: false, error }));
     }
   }
-}
-
-/**
- * The capture transaction: insert the captures whose endpoint is still there
- * and not paused (insertCaptures checks and locks the endpoints in the same
- * statement), then enqueue their deliveries in the same transaction
- * (src/delivery/enqueue.ts), so a capture never commits without them.
- */
-export async function commitCaptures(tx: Queryable, captures: readonly Capture[], transport: BodyTransport): Promise<StoreOutcome[]> {
-  const live = await insertCaptures(tx, captures, transport);
-  const outcome = (endpointId: string): StoreOutcome | undefined => {
-    const e = live.get(endpointId);
-    return e === undefined ? undefined : e.paused ? 'endpoint_paused' : 'stored';
-  };
-  const missing = [...new Set(captures.map((c) => c.endpoint_id))].filter((id) => !live.has(id));
-  let busy = new Set<string>();
-  if (missing.length > 0) {
-    // Absent from the locked read: deleted (404), or locked by a delete still
-    // running (503, the sender retries and then gets the right answer).
-    const { rows } = await tx.query<{ id: string }>('select id from endpoints where id = any($1::uuid[])', [missing]);
-    busy = new Set(rows.map((r) => r.id));
-  }
-  const outcomes = captures.map((c) => outcome(c.endpoint_id) ?? (busy.has(c.endpoint_id) ? 'endpoint_busy' : 'endpoint_gone'));
-  await enqueueDeliveries(
-    tx,
-    captures.filter((_, i) => outcomes[i] === 'stored').map((c) => ({ id: c.id, organizationId: c.organization_id, endpointId: c.endpoint_id, receivedAt: c.received_at })),
-  );
-  return outcomes;
 }

@@ -19,7 +19,7 @@ export interface IngestDeps {
 export interface IngestOptions {
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
-  /** Capture groups committing at once (default: 1 on PGlite, 2 on PostgreSQL). */
+  /** Capture groups committing at once (default: 1 on PGlite, 2 on PostgreSQL, the second only beside a large group). */
   maxInFlight?: number;
 }
 
@@ -57,9 +57,10 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
   await cache.start();
   const batcher = new CaptureBatcher(
     db,
-    // PGlite has one connection. On PostgreSQL two groups at a time: one
-    // commits while the next fills; more slots would only split the same
-    // load into smaller groups, each paying its own round trips and flush.
+    // PGlite has one connection. On PostgreSQL a second group may commit
+    // beside a large one (see heavyBatchBytes in batcher.ts); more groups at
+    // once would only split the same load into smaller groups, each paying
+    // its own round trip and flush.
     { batchMs: config.captureBatchMs, maxInFlight: opts.maxInFlight ?? (db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1))) },
     logger,
   );

@@ -46,6 +46,8 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_LOG_LEVEL', { WEIR_LOG_LEVEL: 'verbose' }, /one of/],
   ['WEIR_DB_POOL_SIZE', { WEIR_DB_POOL_SIZE: '1.5' }, /integer/],
   ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: 'soon' }, /integer/],
+  ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: '1001' }, /integer 0-1000/],
+  ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: '-1' }, /integer 0-1000/],
 ];
 
 describe('loadConfig', () => {
@@ -93,6 +95,12 @@ describe('loadConfig', () => {
     assert.equal(c.asnDb, asn);
     assert.equal(c.plans.free.max_endpoints, 2);
     assert.equal(c.plans.starter.max_endpoints, 50);
+  });
+
+  it('groups captures by turn of the event loop unless WEIR_CAPTURE_BATCH_MS asks for a timer', () => {
+    assert.equal(loadConfig({}).captureBatchMs, 0);
+    assert.equal(loadConfig({ WEIR_CAPTURE_BATCH_MS: '0' }).captureBatchMs, 0);
+    assert.equal(loadConfig({ WEIR_CAPTURE_BATCH_MS: '1000' }).captureBatchMs, 1000);
   });
 
   it('treats an empty variable as unset', () => {

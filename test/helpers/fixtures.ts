@@ -1,11 +1,14 @@
 /**
- * Test-only rows inserted with plain SQL, for tests of modules that need a
- * record of another module without going through that module's API.
+ * Test-only rows inserted with plain SQL (captures: through the ingest's
+ * capture statement), for tests of modules that need a record of another
+ * module without going through that module's API.
  */
 import { randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../../src/db/db.ts';
-import { enqueueDeliveries } from '../../src/delivery/enqueue.ts';
 import { newId } from '../../src/db/ids.ts';
+import { storeCaptures } from '../../src/ingest/store.ts';
+import { idTime } from '../../src/requests/capture-ids.ts';
+import type { Capture } from '../../src/requests/captures.ts';
 
 export interface EndpointFixture {
   id: string;
@@ -91,47 +94,39 @@ export interface CaptureFixture {
 }
 
 /**
- * A captured request inserted the way the ingest batcher does it: the
- * capture rows and their deliveries (enqueueDeliveries) in one transaction.
- * Ids are UUIDv7 whose millisecond is received_at, as in src/requests.
+ * Captured requests stored the way the ingest batcher stores them: one
+ * capture statement (src/ingest/store.ts storeCaptures) inserts the capture
+ * rows and their deliveries together and wakes the delivery workers.
+ * Defaults: POST, empty path and query, a JSON content-type header, source
+ * 127.0.0.1. Ids are UUIDv7 whose millisecond is received_at, as in
+ * src/requests. Throws unless every capture was stored.
  */
 export async function insertCaptures(
   db: Db,
   endpoint: { id: string; organization_id: string },
   captures: Array<{ method?: string; path?: string; query?: string; headers?: Array<[string, string]>; body?: Buffer | string }>,
 ): Promise<CaptureFixture[]> {
-  const rows = captures.map((c) => {
-    const now = Date.now();
-    const id = newId(now);
-    const receivedAt = new Date(parseInt(id.slice(0, 8) + id.slice(9, 13), 16));
+  const caps = captures.map((c): Capture => {
+    const id = newId();
+    const headers = c.headers ?? [['content-type', 'application/json']];
     const body = typeof c.body === 'string' ? Buffer.from(c.body) : (c.body ?? Buffer.alloc(0));
-    return { id, receivedAt, body, c };
+    return {
+      id,
+      organization_id: endpoint.organization_id,
+      endpoint_id: endpoint.id,
+      received_at: new Date(idTime(id)),
+      method: c.method ?? 'POST',
+      path: c.path ?? '',
+      query: c.query ?? '',
+      headers,
+      body,
+      body_size: body.length,
+      content_type: headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1] ?? null,
+      source_ip: '127.0.0.1',
+    };
   });
-  await db.transaction(async (tx) => {
-    for (const r of rows) {
-      const headers = r.c.headers ?? [['content-type', 'application/json']];
-      await tx.query(
-        `insert into captured_requests (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type, source_ip)
-         values ($1::uuid, $2::uuid, $3::uuid, $4::timestamptz, $5, $6, $7, $8::jsonb, $9::bytea, $10, $11, '127.0.0.1')`,
-        [
-          r.id,
-          endpoint.organization_id,
-          endpoint.id,
-          r.receivedAt.toISOString(),
-          r.c.method ?? 'POST',
-          r.c.path ?? '',
-          r.c.query ?? '',
-          JSON.stringify(headers),
-          r.body,
-          r.body.length,
-          headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1] ?? null,
-        ],
-      );
-    }
-    await enqueueDeliveries(
-      tx,
-      rows.map((r) => ({ id: r.id, organizationId: endpoint.organization_id, endpointId: endpoint.id, receivedAt: r.receivedAt })),
-    );
-  });
-  return rows.map((r) => ({ id: r.id, receivedAt: r.receivedAt }));
+  const outcomes = await storeCaptures(db, caps);
+  const refused = outcomes.findIndex((o) => o !== 'stored');
+  if (refused >= 0) throw new Error(`insertCaptures: capture ${refused} was not stored: ${outcomes[refused]}`);
+  return caps.map((c) => ({ id: c.id, receivedAt: c.received_at }));
 }

@@ -18,14 +18,41 @@ before(async () => {
 beforeEach(() => t.reset());
 after(() => t.close());
 
-/** The real database, counting the transactions it is asked for. */
-function counting(db: Db): Db & { transactions: number } {
-  const wrapped: Db & { transactions: number } = {
+/**
+ * The real database, counting the capture statements it is asked to run
+ * (queries named 'weir_capture', src/ingest/store.ts); the captures in them
+ * are counted in the table afterwards. `hold()` makes the next capture statement wait, before it is
+ * sent, until the returned release() is called; `entered` resolves once it
+ * is waiting: a batch provably in flight, without timing anything.
+ */
+interface Counting extends Db {
+  statements: number;
+  hold(): { entered: Promise<void>; release(): void };
+}
+
+function counting(db: Db): Counting {
+  let gate: { enter(): void; released: Promise<void> } | undefined;
+  const wrapped: Counting = {
     ...db,
-    transactions: 0,
-    transaction(fn) {
-      wrapped.transactions++;
-      return db.transaction(fn);
+    statements: 0,
+    async query(text, params, opts) {
+      if (opts?.name === 'weir_capture') {
+        wrapped.statements++;
+        const g = gate;
+        gate = undefined;
+        if (g) {
+          g.enter();
+          await g.released;
+        }
+      }
+      return db.query(text, params, opts);
+    },
+    hold() {
+      let enter!: () => void;
+      let release!: () => void;
+      const entered = new Promise<void>((r) => (enter = r));
+      gate = { enter, released: new Promise<void>((r) => (release = r)) };
+      return { entered, release };
     },
   };
   return wrapped;
@@ -60,23 +87,23 @@ function capture(e: { id: string; organization_id: string }, body = 'x', path = 
 const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({ batchMs: 20, maxInFlight: 1, ...o });
 const count = async (db: Db) => (await db.query<{ n: number }>('select count(*)::int as n from captured_requests')).rows[0].n;
 
-test('captures submitted within one tick commit in one transaction', async () => {
+test('captures submitted within one tick commit in one statement', async () => {
   const e = await endpoint(t.db);
   const db = counting(t.db);
   const b = new CaptureBatcher(db, opts());
   const outcomes = await Promise.all(Array.from({ length: 50 }, (_, i) => b.submit(capture(e, `b${i}`))));
   assert.deepEqual([...new Set(outcomes)], ['stored']);
-  assert.equal(db.transactions, 1);
+  assert.equal(db.statements, 1);
   assert.equal(await count(t.db), 50);
   await b.close();
 });
 
-test('a batch is cut at maxBatchRows and the rest follows', async () => {
+test('a batch is cut at maxBatchRows and the rest follows, each batch in one statement', async () => {
   const e = await endpoint(t.db);
   const db = counting(t.db);
   const b = new CaptureBatcher(db, opts({ maxBatchRows: 10 }));
   await Promise.all(Array.from({ length: 35 }, () => b.submit(capture(e))));
-  assert.equal(db.transactions, 4);
+  assert.equal(db.statements, 4);
   assert.equal(await count(t.db), 35);
   await b.close();
 });
@@ -122,13 +149,86 @@ test('close() commits what is queued before it resolves, then refuses', async ()
   await assert.rejects(b.submit(capture(e)));
 });
 
-test('the deliveries of a capture are enqueued in its transaction', async () => {
+test('the deliveries of a capture are enqueued in its statement', async () => {
   const e = await endpoint(t.db, 'https://receiver.example/hook');
-  const b = new CaptureBatcher(t.db, opts());
+  const db = counting(t.db);
+  const b = new CaptureBatcher(db, opts());
   const c = capture(e);
   assert.equal(await b.submit(c), 'stored');
+  assert.equal(db.statements, 1);
   const { rows } = await t.db.query<{ n: number }>('select count(*)::int as n from deliveries where request_id = $1::uuid', [c.id]);
   assert.equal(rows[0].n, 1);
+  await b.close();
+});
+
+test('with batchMs 0, captures submitted in one turn of the event loop leave together in one statement', async () => {
+  const e = await endpoint(t.db);
+  const db = counting(t.db);
+  const b = new CaptureBatcher(db, opts({ batchMs: 0 }));
+  const submitted = Array.from({ length: 20 }, (_, i) => b.submit(capture(e, `t${i}`)));
+  const outcomes = await Promise.all(submitted);
+  assert.deepEqual(outcomes, Array(20).fill('stored'));
+  assert.equal(db.statements, 1);
+  assert.equal(await count(t.db), 20);
+  // A later turn starts a new group.
+  assert.equal(await b.submit(capture(e, 'later')), 'stored');
+  assert.equal(db.statements, 2);
+  assert.equal(await count(t.db), 21);
+  await b.close();
+});
+
+test('while maxInFlight batches are in flight, new captures queue and leave together in the next statement', async () => {
+  const e = await endpoint(t.db);
+  const db = counting(t.db);
+  const b = new CaptureBatcher(db, opts({ batchMs: 0, maxInFlight: 1 }));
+  const gate = db.hold();
+  const first = b.submit(capture(e, 'first'));
+  await gate.entered; // the first batch is in flight and cannot finish until released
+  assert.equal(db.statements, 1);
+  // Submitted over several turns of the event loop while the slot is taken.
+  const queued: Promise<string>[] = [];
+  for (let i = 0; i < 6; i++) {
+    queued.push(b.submit(capture(e, `q${i}`)));
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(db.statements, 1, 'nothing else leaves while the only slot is taken');
+  assert.equal(await count(t.db), 0, 'the held statement has not run');
+  gate.release();
+  // The first statement was sent before the others were submitted, so it carried one capture.
+  assert.equal(await first, 'stored');
+  assert.deepEqual(await Promise.all(queued), Array(6).fill('stored'));
+  assert.equal(db.statements, 2, 'the six queued captures left in one statement');
+  assert.equal(await count(t.db), 7);
+  await b.close();
+});
+
+test('with two slots a second batch commits beside a large one, never beside a small one', async () => {
+  const e = await endpoint(t.db);
+  const db = counting(t.db);
+  const b = new CaptureBatcher(db, opts({ batchMs: 0, maxInFlight: 2, heavyBatchBytes: 1000 }));
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  // A small batch in flight: the next capture waits for it, then follows.
+  const small = db.hold();
+  const first = b.submit(capture(e, 'small'));
+  await small.entered;
+  const second = b.submit(capture(e, 'also small'));
+  await turn();
+  await turn();
+  assert.equal(db.statements, 1, 'nothing goes beside a small batch');
+  small.release();
+  assert.deepEqual(await Promise.all([first, second]), ['stored', 'stored']);
+  assert.equal(db.statements, 2);
+
+  // A large batch in flight: the next capture is stored beside it, before it commits.
+  const large = db.hold();
+  const big = b.submit(capture(e, 'x'.repeat(2000)));
+  await large.entered;
+  assert.equal(await b.submit(capture(e, 'small again')), 'stored');
+  assert.equal(db.statements, 4);
+  large.release();
+  assert.equal(await big, 'stored');
+  assert.equal(await count(t.db), 4);
   await b.close();
 });
 

@@ -1,8 +1,10 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
+import { storeCaptures as storeCaptureGroup } from '../../src/ingest/store.ts';
 import { idFloor, idTime } from '../../src/requests/capture-ids.ts';
-import { insertCaptures, type Capture } from '../../src/requests/captures.ts';
+import type { Capture } from '../../src/requests/captures.ts';
 
 /**
  * A UUIDv7 of exactly millisecond `ms` (newId() never goes back in time, so
@@ -17,7 +19,11 @@ export function idAt(ms: number): string {
 
 export type CaptureSpec = Partial<Capture> & { at?: number };
 
-/** Stores captures directly (not through HTTP), each at its `at` millisecond, oldest given first. */
+/**
+ * Stores captures directly (not through HTTP, but through the ingest's own
+ * capture statement, src/ingest/store.ts), each at its `at` millisecond,
+ * oldest given first. Throws unless every one was stored.
+ */
 export async function storeCaptures(db: Db, e: { id: string; organization_id: string }, items: CaptureSpec[]): Promise<Capture[]> {
   const caps = items.map((it) => {
     const id = it.at === undefined ? newId() : idAt(it.at);
@@ -37,6 +43,7 @@ export async function storeCaptures(db: Db, e: { id: string; organization_id: st
       source_ip: '192.0.2.1',
     } satisfies Capture;
   });
-  await db.transaction((tx) => insertCaptures(tx, caps, db.kind === 'pglite' ? 'hex' : 'binary'));
+  const outcomes = await storeCaptureGroup(db, caps);
+  assert.deepEqual(outcomes, caps.map(() => 'stored'), 'every capture stored');
   return caps;
 }

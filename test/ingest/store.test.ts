@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, test } from 'node:test';
+import type { Db } from '../../src/db/db.ts';
+import { newId } from '../../src/db/ids.ts';
+import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
+import { createEndpoint, deleteEndpoint, updateEndpoint } from '../../src/endpoints/endpoints.ts';
+import { storeCaptures } from '../../src/ingest/store.ts';
+import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
+import { idTime } from '../../src/requests/capture-ids.ts';
+import type { Capture } from '../../src/requests/captures.ts';
+import { seedOrg } from '../helpers/app.ts';
+import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { insertForwardDestination } from '../helpers/fixtures.ts';
+
+let t: TestDb;
+before(async () => {
+  t = await openTestDb();
+});
+beforeEach(() => t.reset());
+after(() => t.close());
+
+async function endpoint(db: Db, forwardUrl?: string) {
+  const s = await seedOrg(db);
+  const r = await createEndpoint(db, DEFAULT_PLANS, s.org.id, { name: 'e', createdBy: s.memberId, forwardUrl });
+  assert.ok(r.ok);
+  return r.endpoint;
+}
+
+function capture(e: { id: string; organization_id: string }, body = 'x'): Capture {
+  const id = newId();
+  const buf = Buffer.from(body);
+  return {
+    id,
+    organization_id: e.organization_id,
+    endpoint_id: e.id,
+    received_at: new Date(idTime(id)),
+    method: 'POST',
+    path: '/p',
+    query: '',
+    headers: [['Content-Type', 'application/json']],
+    body: buf,
+    body_size: buf.length,
+    content_type: 'application/json',
+    source_ip: '127.0.0.1',
+  };
+}
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+test('deliveries are ordered like their captures: capture by capture, forward_url first, then destinations by sort_order', async () => {
+  const e = await endpoint(t.db, 'https://receiver.example/forward-url');
+  // Inserted out of order (ids ascending opposite to sort_order), so only sort_order can put them right.
+  const second = await insertForwardDestination(t.db, e, { url: 'https://receiver.example/second', sortOrder: 1 });
+  const disabled = await insertForwardDestination(t.db, e, { url: 'https://receiver.example/disabled', sortOrder: 0, enabled: false });
+  const first = await insertForwardDestination(t.db, e, { url: 'https://receiver.example/first', sortOrder: 0 });
+  const caps = [capture(e, 'a'), capture(e, 'b'), capture(e, 'c')];
+  assert.deepEqual(await storeCaptures(t.db, caps), ['stored', 'stored', 'stored']);
+
+  const { rows } = await t.db.query<{ id: string; request_id: string; forward_destination_id: string | null; url: string | null; endpoint_id: string }>(
+    'select id::text, request_id::text, forward_destination_id::text, url, endpoint_id::text from deliveries order by id',
+  );
+  assert.equal(rows.length, 9);
+  const expected = caps.flatMap((c) => [
+    { request_id: c.id, forward_destination_id: null, url: 'https://receiver.example/forward-url' },
+    { request_id: c.id, forward_destination_id: first.id, url: 'https://receiver.example/first' },
+    { request_id: c.id, forward_destination_id: second.id, url: 'https://receiver.example/second' },
+  ]);
+  assert.deepEqual(
+    rows.map((r) => ({ request_id: r.request_id, forward_destination_id: r.forward_destination_id, url: r.url })),
+    expected,
+  );
+  assert.ok(rows.every((r) => r.forward_destination_id !== disabled.id), 'the disabled destination gets nothing');
+  assert.ok(rows.every((r) => r.endpoint_id === e.id));
+  for (const r of rows) {
+    assert.match(r.id, UUID_V7, `delivery ${r.id} is a UUIDv7`);
+    assert.equal(r.id.slice(0, 18), r.request_id.slice(0, 18), `delivery ${r.id} shares its first 8 bytes with capture ${r.request_id}`);
+  }
+  assert.equal(new Set(rows.map((r) => r.id)).size, 9);
+});
+
+test('a notification wakes the workers when deliveries were queued, and none is sent when nothing was', async () => {
+  const bare = await endpoint(t.db);
+  const forwarding = await endpoint(t.db, 'https://receiver.example/hook');
+  let heard = 0;
+  let onHeard: (() => void) | undefined;
+  const unlisten = await t.db.listen(DELIVERY_CHANNEL, () => {
+    heard++;
+    onHeard?.();
+  });
+  try {
+    // Nothing to forward to: captures stored, nothing queued, silence.
+    assert.deepEqual(await storeCaptures(t.db, [capture(bare), capture(bare)]), ['stored', 'stored']);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(heard, 0, 'no notification without deliveries');
+    const { rows } = await t.db.query<{ n: number }>('select count(*)::int as n from deliveries');
+    assert.equal(rows[0].n, 0);
+
+    const woken = new Promise<void>((r) => (onHeard = r));
+    assert.deepEqual(await storeCaptures(t.db, [capture(forwarding), capture(forwarding)]), ['stored', 'stored']);
+    await woken;
+    assert.ok(heard >= 1);
+  } finally {
+    await unlisten();
+  }
+});
+
+test('captures of a paused and of a deleted endpoint are refused in the same call, in input order; only the live one is stored with its deliveries', async () => {
+  const paused = await endpoint(t.db, 'https://receiver.example/paused');
+  const gone = await endpoint(t.db, 'https://receiver.example/gone');
+  const live = await endpoint(t.db, 'https://receiver.example/live');
+  await insertForwardDestination(t.db, paused);
+  await insertForwardDestination(t.db, live);
+  await updateEndpoint(t.db, paused.organization_id, paused.id, { paused: true }, null);
+  assert.ok((await deleteEndpoint(t.db, gone.organization_id, gone.id, null)).ok);
+
+  const caps = [capture(paused), capture(gone), capture(live)];
+  assert.deepEqual(await storeCaptures(t.db, caps), ['endpoint_paused', 'endpoint_gone', 'stored']);
+
+  const stored = await t.db.query<{ id: string }>('select id::text from captured_requests');
+  assert.deepEqual(stored.rows.map((r) => r.id), [caps[2].id]);
+  const deliveries = await t.db.query<{ request_id: string; endpoint_id: string }>(
+    'select request_id::text, endpoint_id::text from deliveries order by id',
+  );
+  assert.deepEqual(deliveries.rows, [
+    { request_id: caps[2].id, endpoint_id: live.id },
+    { request_id: caps[2].id, endpoint_id: live.id },
+  ]);
+});
+
+test('an empty group is no statement and no outcome', async () => {
+  assert.deepEqual(await storeCaptures(t.db, []), []);
+});
