@@ -72,3 +72,21 @@ test('capture ids carry their millisecond, and idFloor bounds every id of a mill
   const now = Date.now();
   assert.ok(Math.abs(idTime(newId(now)) - now) <= 1);
 });
+
+test('newest-first pages of an endpoint read its index backwards, without a sort', async () => {
+  const s = await seedOrg(t.db);
+  const r = await createEndpoint(t.db, DEFAULT_PLANS, s.org.id, { name: 'e', createdBy: null });
+  assert.ok(r.ok);
+  const plan = await t.db.transaction(async (tx) => {
+    // On a nearly empty table the planner would rightly prefer a scan and a
+    // sort; this asks which index plan it has when a scan is not an option.
+    await tx.exec('set local enable_seqscan = off; set local enable_bitmapscan = off');
+    const { rows } = await tx.query<{ 'QUERY PLAN': string }>(
+      'explain select id from captured_requests where endpoint_id = $1::uuid and organization_id = $2::uuid and id < $3::uuid order by id desc limit 26',
+      [r.endpoint.id, s.org.id, newId()],
+    );
+    return rows.map((row) => row['QUERY PLAN']).join('\n');
+  });
+  assert.match(plan, /Index Scan Backward using captured_requests_\w*endpoint/);
+  assert.doesNotMatch(plan, /Sort/);
+});
