@@ -1,6 +1,7 @@
 import { recordAudit, type Actor } from '../auth/audit.ts';
 import { notify, type Db, type Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
+import { lockOrganization } from '../orgs/organizations.ts';
 import { isPlanName, type PlanTable } from '../orgs/plans.ts';
 import { deleteEndpointCaptures } from '../requests/captures.ts';
 import { generateSlug } from './slug.ts';
@@ -67,7 +68,7 @@ export async function findIngestTarget(db: Queryable, slug: string): Promise<Ing
 
 /**
  * Creates an endpoint within the plan's limit. The organization row is locked
- * (FOR UPDATE) before counting, so two concurrent creates on different nodes
+ * (lockOrganization) before counting, so two concurrent creates on different nodes
  * run one after the other and cannot both see "one below the limit". The plan
  * is read from that locked row, not from a cached auth context. `newSlug` is
  * a parameter so tests can force the collision paths.
@@ -82,8 +83,7 @@ export async function createEndpoint(
   const problem = endpointInputProblem(input);
   if (problem) return { ok: false, reason: 'invalid', message: problem };
   return db.transaction(async (tx) => {
-    const { rows: orgs } = await tx.query<{ plan: string }>('select plan from organizations where id = $1::uuid for update', [organizationId]);
-    const plan = orgs[0]?.plan;
+    const plan = (await lockOrganization(tx, organizationId))?.plan;
     if (plan === undefined) return { ok: false, reason: 'organization_not_found' } as const;
     const limit = isPlanName(plan) ? plans[plan].max_endpoints : 0;
     const { rows: counted } = await tx.query<{ n: number }>('select count(*)::int as n from endpoints where organization_id = $1::uuid', [organizationId]);

@@ -3,6 +3,7 @@ import { newId } from '../db/ids.ts';
 import { AUTH_CHANNEL } from '../auth/authenticate.ts';
 import { recordAudit, type Actor } from '../auth/audit.ts';
 import { outranks, type Role } from '../auth/permissions.ts';
+import { lockOrganization } from './organizations.ts';
 import { hashPassword } from './passwords.ts';
 
 export interface Member {
@@ -97,7 +98,7 @@ export async function updateMember(
   // Locking the organization row serialises member changes within it, so two
   // super_admins demoting each other at once cannot both see the other one
   // still standing; the member is read again under the lock.
-  await db.query('select 1 from organizations where id = $1::uuid for update', [found.organization_id]);
+  await lockOrganization(db, found.organization_id);
   const before = (await getMember(db, id)) ?? found;
   const { actorRole } = opts;
   if (actorRole !== undefined) {

@@ -23,6 +23,20 @@ export async function createOrganization(db: Queryable, input: { name: string; p
   return rows[0];
 }
 
+/**
+ * Locks an organization's row until the transaction ends, so changes that
+ * check an organization-wide rule (a plan limit, the last super_admin) run
+ * one after another, on every node. FOR NO KEY UPDATE, not FOR UPDATE: it
+ * does not conflict with the KEY SHARE lock that every insert referencing
+ * the organization takes (a capture group's deliveries), so ingest and
+ * forwarding go on meanwhile. Returns its plan, or undefined when there is no
+ * such organization.
+ */
+export async function lockOrganization(tx: Queryable, id: string): Promise<{ plan: string } | undefined> {
+  const { rows } = await tx.query<{ plan: string }>('select plan from organizations where id = $1::uuid for no key update', [id]);
+  return rows[0];
+}
+
 export async function getOrganization(db: Queryable, id: string): Promise<Organization | undefined> {
   const { rows } = await db.query<Organization>(`select ${COLUMNS} from organizations where id = $1::uuid`, [id]);
   return rows[0];

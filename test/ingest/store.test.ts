@@ -5,11 +5,12 @@ import { newId } from '../../src/db/ids.ts';
 import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
 import { createEndpoint, deleteEndpoint, updateEndpoint } from '../../src/endpoints/endpoints.ts';
 import { storeCaptures } from '../../src/ingest/store.ts';
+import { lockOrganization } from '../../src/orgs/organizations.ts';
 import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
 import { idTime } from '../../src/requests/capture-ids.ts';
 import type { Capture } from '../../src/requests/captures.ts';
 import { seedOrg } from '../helpers/app.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
 import { insertForwardDestination } from '../helpers/fixtures.ts';
 
 let t: TestDb;
@@ -129,4 +130,32 @@ test('captures of a paused and of a deleted endpoint are refused in the same cal
 
 test('an empty group is no statement and no outcome', async () => {
   assert.deepEqual(await storeCaptures(t.db, []), []);
+});
+
+test('a change holding its organization locked (an endpoint being created) does not stall capture groups of that organization', { skip: !onPostgres && 'needs two PostgreSQL connections' }, async () => {
+  const e = await endpoint(t.db, 'https://receiver.example/in');
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const holding = t.db.transaction(async (tx) => {
+    await lockOrganization(tx, e.organization_id);
+    locked();
+    await held;
+  });
+  await isLocked;
+  try {
+    // The group's delivery rows reference the organization (a KEY SHARE
+    // lock): with FOR UPDATE on the organization this would wait, and the
+    // lock_timeout turns that wait into an error instead of a slow test.
+    const outcomes = await t.db.transaction(async (tx) => {
+      await tx.exec("set local lock_timeout = '5s'");
+      return storeCaptures(tx, [capture(e)]);
+    });
+    assert.deepEqual(outcomes, ['stored']);
+  } finally {
+    release();
+    await holding;
+  }
+  assert.equal((await t.db.query<{ n: number }>('select count(*)::int as n from deliveries')).rows[0].n, 1);
 });
