@@ -93,38 +93,42 @@ export interface CaptureFixture {
   receivedAt: Date;
 }
 
+export type CaptureInput = Partial<Omit<Capture, 'body' | 'organization_id' | 'endpoint_id' | 'received_at' | 'body_size'>> & { body?: Buffer | string };
+
+/**
+ * A Capture of the endpoint as the ingest listener would build it. Defaults:
+ * a new id (received_at is its millisecond, as in src/requests), POST, empty
+ * path and query, a JSON content-type header, an empty body, content_type
+ * taken from the headers, source 127.0.0.1.
+ */
+export function captureOf(endpoint: { id: string; organization_id: string }, c: CaptureInput = {}): Capture {
+  const id = c.id ?? newId();
+  const headers = c.headers ?? [['content-type', 'application/json']];
+  const body = typeof c.body === 'string' ? Buffer.from(c.body) : (c.body ?? Buffer.alloc(0));
+  return {
+    id,
+    organization_id: endpoint.organization_id,
+    endpoint_id: endpoint.id,
+    received_at: new Date(idTime(id)),
+    method: c.method ?? 'POST',
+    path: c.path ?? '',
+    query: c.query ?? '',
+    headers,
+    body,
+    body_size: body.length,
+    content_type: c.content_type !== undefined ? c.content_type : (headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1] ?? null),
+    source_ip: c.source_ip !== undefined ? c.source_ip : '127.0.0.1',
+  };
+}
+
 /**
  * Captured requests stored the way the ingest batcher stores them: one
  * capture statement (src/ingest/store.ts storeCaptures) inserts the capture
  * rows and their deliveries together and wakes the delivery workers.
- * Defaults: POST, empty path and query, a JSON content-type header, source
- * 127.0.0.1. Ids are UUIDv7 whose millisecond is received_at, as in
- * src/requests. Throws unless every capture was stored.
+ * Defaults as captureOf(). Throws unless every capture was stored.
  */
-export async function insertCaptures(
-  db: Db,
-  endpoint: { id: string; organization_id: string },
-  captures: Array<{ method?: string; path?: string; query?: string; headers?: Array<[string, string]>; body?: Buffer | string }>,
-): Promise<CaptureFixture[]> {
-  const caps = captures.map((c): Capture => {
-    const id = newId();
-    const headers = c.headers ?? [['content-type', 'application/json']];
-    const body = typeof c.body === 'string' ? Buffer.from(c.body) : (c.body ?? Buffer.alloc(0));
-    return {
-      id,
-      organization_id: endpoint.organization_id,
-      endpoint_id: endpoint.id,
-      received_at: new Date(idTime(id)),
-      method: c.method ?? 'POST',
-      path: c.path ?? '',
-      query: c.query ?? '',
-      headers,
-      body,
-      body_size: body.length,
-      content_type: headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1] ?? null,
-      source_ip: '127.0.0.1',
-    };
-  });
+export async function insertCaptures(db: Db, endpoint: { id: string; organization_id: string }, captures: CaptureInput[]): Promise<CaptureFixture[]> {
+  const caps = captures.map((c) => captureOf(endpoint, c));
   const outcomes = await storeCaptures(db, caps);
   const refused = outcomes.findIndex((o) => o !== 'stored');
   if (refused >= 0) throw new Error(`insertCaptures: capture ${refused} was not stored: ${outcomes[refused]}`);

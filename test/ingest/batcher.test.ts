@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
-import { newId } from '../../src/db/ids.ts';
 import { createEndpoint, deleteEndpoint, updateEndpoint } from '../../src/endpoints/endpoints.ts';
 import { CaptureBatcher, type BatcherOptions } from '../../src/ingest/batcher.ts';
-import { idTime } from '../../src/requests/capture-ids.ts';
 import type { Capture } from '../../src/requests/captures.ts';
 import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
 import { createFreshDatabase, onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
 import { seedOrg } from '../helpers/app.ts';
+import { captureOf } from '../helpers/fixtures.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 
 let t: TestDb;
@@ -66,22 +65,7 @@ async function endpoint(db: Db, forwardUrl?: string) {
 }
 
 function capture(e: { id: string; organization_id: string }, body = 'x', path = '/p'): Capture {
-  const id = newId();
-  const buf = Buffer.from(body);
-  return {
-    id,
-    organization_id: e.organization_id,
-    endpoint_id: e.id,
-    received_at: new Date(idTime(id)),
-    method: 'POST',
-    path,
-    query: '',
-    headers: [['X', '1']],
-    body: buf,
-    body_size: buf.length,
-    content_type: null,
-    source_ip: '127.0.0.1',
-  };
+  return captureOf(e, { body, path, headers: [['X', '1']] });
 }
 
 const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({ batchMs: 20, maxInFlight: 1, ...o });

@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
-import { newId } from '../../src/db/ids.ts';
 import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
 import { createEndpoint, deleteEndpoint, updateEndpoint } from '../../src/endpoints/endpoints.ts';
 import { storeCaptures } from '../../src/ingest/store.ts';
 import { lockOrganization } from '../../src/orgs/organizations.ts';
 import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
-import { idTime } from '../../src/requests/capture-ids.ts';
 import type { Capture } from '../../src/requests/captures.ts';
 import { seedOrg } from '../helpers/app.ts';
 import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
-import { insertForwardDestination } from '../helpers/fixtures.ts';
+import { captureOf, insertForwardDestination } from '../helpers/fixtures.ts';
 
 let t: TestDb;
 before(async () => {
@@ -28,22 +26,7 @@ async function endpoint(db: Db, forwardUrl?: string) {
 }
 
 function capture(e: { id: string; organization_id: string }, body = 'x'): Capture {
-  const id = newId();
-  const buf = Buffer.from(body);
-  return {
-    id,
-    organization_id: e.organization_id,
-    endpoint_id: e.id,
-    received_at: new Date(idTime(id)),
-    method: 'POST',
-    path: '/p',
-    query: '',
-    headers: [['Content-Type', 'application/json']],
-    body: buf,
-    body_size: buf.length,
-    content_type: 'application/json',
-    source_ip: '127.0.0.1',
-  };
+  return captureOf(e, { body, path: '/p', headers: [['Content-Type', 'application/json']] });
 }
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

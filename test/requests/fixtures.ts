@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../src/db/db.ts';
-import { newId } from '../../src/db/ids.ts';
 import { storeCaptures as storeCaptureGroup } from '../../src/ingest/store.ts';
-import { idFloor, idTime } from '../../src/requests/capture-ids.ts';
+import { idFloor } from '../../src/requests/capture-ids.ts';
 import type { Capture } from '../../src/requests/captures.ts';
+import { captureOf } from '../helpers/fixtures.ts';
 
 /**
  * A UUIDv7 of exactly millisecond `ms` (newId() never goes back in time, so
@@ -25,24 +25,16 @@ export type CaptureSpec = Partial<Capture> & { at?: number };
  * oldest given first. Throws unless every one was stored.
  */
 export async function storeCaptures(db: Db, e: { id: string; organization_id: string }, items: CaptureSpec[]): Promise<Capture[]> {
-  const caps = items.map((it) => {
-    const id = it.at === undefined ? newId() : idAt(it.at);
-    const body = it.body ?? Buffer.from('{}');
-    return {
-      id,
-      organization_id: e.organization_id,
-      endpoint_id: e.id,
-      received_at: new Date(idTime(id)),
-      method: it.method ?? 'POST',
-      path: it.path ?? '',
-      query: it.query ?? '',
+  const caps = items.map(({ at, ...it }) =>
+    captureOf(e, {
+      ...it,
+      id: at === undefined ? undefined : idAt(at),
+      body: it.body ?? Buffer.from('{}'),
       headers: it.headers ?? [['Content-Type', 'application/json']],
-      body,
-      body_size: body.length,
       content_type: it.content_type === undefined ? 'application/json' : it.content_type,
       source_ip: '192.0.2.1',
-    } satisfies Capture;
-  });
+    }),
+  );
   const outcomes = await storeCaptureGroup(db, caps);
   assert.deepEqual(outcomes, caps.map(() => 'stored'), 'every capture stored');
   return caps;
