@@ -41,6 +41,13 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         if (!adminTokenMatches(request.headers.authorization, config.adminToken)) throw unauthorized('A valid operator token is required: send Authorization: Bearer <WEIR_ADMIN_TOKEN>.');
       });
 
+      /** The id of an organization that exists, from a path parameter (400 when malformed, 404 when unknown). */
+      const existingOrganization = async (param: string): Promise<string> => {
+        const orgId = pathId(param, 'Organization');
+        if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+        return orgId;
+      };
+
       app.post<{ Body: { name: string; plan?: PlanName; region?: string } }>(
         '/organizations',
         {
@@ -105,8 +112,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         '/organizations/:id/audit-log',
         { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
         async (request) => {
-          const orgId = pathId(request.params.id, 'Organization');
-          if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+          const orgId = await existingOrganization(request.params.id);
           const { limit, before } = request.query;
           return { data: toPage(await listAudit(db, orgId, limit + 1, before), limit) };
         },
@@ -138,8 +144,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         '/organizations/:id/members',
         { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
         async (request) => {
-          const orgId = pathId(request.params.id, 'Organization');
-          if (!(await getOrganization(db, orgId))) throw notFound(`Organization ${orgId} not found.`);
+          const orgId = await existingOrganization(request.params.id);
           const { limit, before } = request.query;
           return { data: toPage(await listMembers(db, orgId, limit + 1, before), limit, presentMember) };
         },
