@@ -8,6 +8,14 @@ export type { StoreOutcome } from './store.ts';
 export interface BatcherOptions {
   /** How long the first capture of a batch waits for company (config.captureBatchMs). */
   batchMs: number;
+  /**
+   * With batchMs 0: how many turns of the event loop a group gathers for
+   * (default 1). 2 on PGlite, whose database runs on this thread: a group
+   * blocks the loop while it is stored, and the second turn reads the
+   * requests that arrived meanwhile, so groups are bigger and the database's
+   * fixed cost per group is paid less often (about 7% more captures/s).
+   */
+  turns?: number;
   /** Batches committing at once: 1 on PGlite (one connection), 2 on PostgreSQL. */
   maxInFlight: number;
   /**
@@ -97,7 +105,8 @@ export class CaptureBatcher {
 
   /**
    * Makes the queue due: at the end of this turn of the event loop (after
-   * every request whose bytes arrived in it), or after batchMs when one is set.
+   * every request whose bytes arrived in it) or of the `turns`-th, or after
+   * batchMs when one is set.
    */
   private schedule(): void {
     if (this.due || this.timer || this.immediate) return;
@@ -107,8 +116,16 @@ export class CaptureBatcher {
       this.due = true;
       this.pump();
     };
-    if (this.opts.batchMs > 0) this.timer = setTimeout(fire, this.opts.batchMs);
-    else this.immediate = setImmediate(fire);
+    if (this.opts.batchMs > 0) {
+      this.timer = setTimeout(fire, this.opts.batchMs);
+      return;
+    }
+    let turns = this.opts.turns ?? 1;
+    const turn = () => {
+      if (--turns > 0) this.immediate = setImmediate(turn);
+      else fire();
+    };
+    this.immediate = setImmediate(turn);
   }
 
   /** Commits whatever is queued, waits for batches in flight, then refuses new captures. */

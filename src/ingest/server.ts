@@ -61,7 +61,11 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
     // beside a large one (see heavyBatchBytes in batcher.ts); more groups at
     // once would only split the same load into smaller groups, each paying
     // its own round trip and flush.
-    { batchMs: config.captureBatchMs, maxInFlight: opts.maxInFlight ?? (db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1))) },
+    {
+      batchMs: config.captureBatchMs,
+      turns: db.kind === 'pglite' ? 2 : 1,
+      maxInFlight: opts.maxInFlight ?? (db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1))),
+    },
     logger,
   );
   const proxies = trustedProxies(config.trustedProxies);

@@ -161,6 +161,22 @@ test('with batchMs 0, captures submitted in one turn of the event loop leave tog
   await b.close();
 });
 
+test('with turns 2 a group also takes the captures of the next turn of the event loop', async () => {
+  const e = await endpoint(t.db);
+  for (const [turns, statements] of [
+    [1, 2],
+    [2, 1],
+  ] as const) {
+    const db = counting(t.db);
+    const b = new CaptureBatcher(db, opts({ batchMs: 0, turns }));
+    const first = b.submit(capture(e));
+    const second = new Promise<string>((resolve) => setImmediate(() => resolve(b.submit(capture(e)))));
+    assert.deepEqual(await Promise.all([first, second]), ['stored', 'stored']);
+    assert.equal(db.statements, statements, `turns ${turns}`);
+    await b.close();
+  }
+});
+
 test('while maxInFlight batches are in flight, new captures queue and leave together in the next statement', async () => {
   const e = await endpoint(t.db);
   const db = counting(t.db);
