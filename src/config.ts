@@ -52,7 +52,7 @@ function port(env: Env, name: string, dflt: number): number {
   return Number(v);
 }
 
-function positiveInt(env: Env, name: string, dflt: number, max = Number.MAX_SAFE_INTEGER, min = 1): number {
+function boundedInt(env: Env, name: string, dflt: number, max = Number.MAX_SAFE_INTEGER, min = 1): number {
   const v = str(env, name);
   if (v === undefined) return dflt;
   if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw new ConfigError(name, `must be an integer ${min}-${max}, got "${v}"`);
@@ -91,18 +91,18 @@ const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\
 
 /** The forwarding engine's settings; a lease must outlast one whole attempt plus a paced wait, or a slow forward would be sent twice. */
 function deliverySettings(env: Env) {
-  const forwardTimeoutMs = positiveInt(env, 'WEIR_FORWARD_TIMEOUT_MS', 30_000, 600_000);
-  const forwardConnectTimeoutMs = positiveInt(env, 'WEIR_FORWARD_CONNECT_TIMEOUT_MS', Math.min(10_000, forwardTimeoutMs), 600_000);
-  const deliveryLeaseMs = positiveInt(env, 'WEIR_DELIVERY_LEASE_MS', forwardTimeoutMs + 30_000, 3_600_000);
+  const forwardTimeoutMs = boundedInt(env, 'WEIR_FORWARD_TIMEOUT_MS', 30_000, 600_000);
+  const forwardConnectTimeoutMs = boundedInt(env, 'WEIR_FORWARD_CONNECT_TIMEOUT_MS', Math.min(10_000, forwardTimeoutMs), 600_000);
+  const deliveryLeaseMs = boundedInt(env, 'WEIR_DELIVERY_LEASE_MS', forwardTimeoutMs + 30_000, 3_600_000);
   if (deliveryLeaseMs < forwardTimeoutMs + 2_000) {
     throw new ConfigError('WEIR_DELIVERY_LEASE_MS', `must be at least WEIR_FORWARD_TIMEOUT_MS + 2000 (${forwardTimeoutMs + 2_000}), got "${deliveryLeaseMs}"`);
   }
   return {
     forwardTimeoutMs,
     forwardConnectTimeoutMs,
-    deliveryConcurrency: positiveInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
+    deliveryConcurrency: boundedInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
     deliveryLeaseMs,
-    deliveryPollMs: positiveInt(env, 'WEIR_DELIVERY_POLL_MS', 5_000, 600_000),
+    deliveryPollMs: boundedInt(env, 'WEIR_DELIVERY_POLL_MS', 5_000, 600_000),
   };
 }
 
@@ -161,11 +161,11 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateDestinations: allow === '1',
     asnDb: readableFile(env, 'WEIR_ASN_DB'),
     plans,
-    maxBodyBytes: positiveInt(env, 'WEIR_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024 * 1024 * 1024),
+    maxBodyBytes: boundedInt(env, 'WEIR_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024 * 1024 * 1024),
     trustedProxies,
     logLevel,
-    dbPoolSize: positiveInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
-    captureBatchMs: positiveInt(env, 'WEIR_CAPTURE_BATCH_MS', 0, 1000, 0),
+    dbPoolSize: boundedInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
+    captureBatchMs: boundedInt(env, 'WEIR_CAPTURE_BATCH_MS', 0, 1000, 0),
     ...deliverySettings(env),
   };
 }

@@ -51,7 +51,7 @@ class NamedQueries {
         let stmt = this.prepared.get(name);
         if (stmt && stmt.text !== text) throw new Error(`statement name ${name} is already used by another statement`);
         if (!stmt) {
-          const { messages } = await this.pg.execProtocol(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]), { syncToFs: false });
+          const { messages } = await this.pg.execProtocol(Buffer.concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]), { syncToFs: false });
           stmt = { text, types: parse.parseDescribeStatementResults(messages) };
           this.prepared.set(name, stmt);
         }
@@ -63,16 +63,12 @@ class NamedQueries {
           return ser ? ser(v) : String(v);
         });
         const { messages } = await this.pg.execProtocol(
-          concat([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute(), serialize.sync()]),
+          Buffer.concat([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute(), serialize.sync()]),
         );
         return parse.parseResults(messages, this.pg.parsers)[0] as Res<R>;
       }),
     );
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  return Buffer.concat(parts);
 }
 
 /**

@@ -66,8 +66,7 @@ export class CaptureBatcher {
   private immediate: NodeJS.Immediate | undefined;
   private closed = false;
   private idle: (() => void) | undefined;
-  /** Counters for operators and the benchmark: batches committed, captures in them, milliseconds spent storing them. */
-  readonly stats = { batches: 0, captures: 0, commitMs: 0 };
+  private readonly heavyBatchBytes: number;
   private readonly maxBatchRows: number;
   private readonly maxBatchBytes: number;
   private readonly maxQueuedRows: number;
@@ -78,6 +77,7 @@ export class CaptureBatcher {
     private readonly opts: BatcherOptions,
     private readonly logger?: Logger,
   ) {
+    this.heavyBatchBytes = opts.heavyBatchBytes ?? 1024 * 1024;
     this.maxBatchRows = opts.maxBatchRows ?? 500;
     this.maxBatchBytes = opts.maxBatchBytes ?? 8 * 1024 * 1024;
     this.maxQueuedRows = opts.maxQueuedRows ?? 20_000;
@@ -143,9 +143,11 @@ export class CaptureBatcher {
 
   private pump(): void {
     while (this.due && this.queue.length > 0 && this.inFlight < this.opts.maxInFlight && this.lightInFlight === 0) {
-      const batch = this.take();
+      const { batch, bytes } = this.take();
+      const light = bytes < this.heavyBatchBytes;
       this.inFlight++;
-      void this.flush(batch);
+      if (light) this.lightInFlight++;
+      void this.flush(batch, light);
     }
     if (this.queue.length === 0) {
       this.due = this.closed;
@@ -153,7 +155,7 @@ export class CaptureBatcher {
     }
   }
 
-  private take(): Pending[] {
+  private take(): { batch: Pending[]; bytes: number } {
     let n = 0;
     let bytes = 0;
     while (n < this.queue.length && n < this.maxBatchRows && (n === 0 || bytes + this.queue[n].capture.body.length <= this.maxBatchBytes)) {
@@ -161,23 +163,15 @@ export class CaptureBatcher {
       n++;
     }
     this.queuedBytes -= bytes;
-    return this.queue.splice(0, n);
+    return { batch: this.queue.splice(0, n), bytes };
   }
 
-  private async flush(batch: Pending[]): Promise<void> {
-    const started = performance.now();
-    let bytes = 0;
-    for (const p of batch) bytes += p.capture.body.length;
-    const light = bytes < (this.opts.heavyBatchBytes ?? 1024 * 1024);
-    if (light) this.lightInFlight++;
+  private async flush(batch: Pending[], light: boolean): Promise<void> {
     const results = await this.commit(batch);
-    if (light) this.lightInFlight--;
-    this.stats.commitMs += performance.now() - started;
-    this.stats.batches++;
-    this.stats.captures += batch.length;
     // Free the slot and send the next group BEFORE answering this one, so
     // the database works on it while the answers are written.
     this.inFlight--;
+    if (light) this.lightInFlight--;
     this.pump();
     batch.forEach((p, i) => {
       const r = results[i];

@@ -26,8 +26,6 @@ export interface IngestOptions {
 export interface IngestListener {
   server: http.Server;
   port: number;
-  /** Batches committed, the captures they held and the milliseconds their transactions took, since start. */
-  stats(): { batches: number; captures: number; commitMs: number };
   close(): Promise<void>;
 }
 
@@ -153,7 +151,6 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
   return {
     server,
     port: bound,
-    stats: () => ({ ...batcher.stats }),
     close() {
       closing ??= (async () => {
         // Stop accepting, let requests in progress finish (their captures

@@ -33,7 +33,7 @@ create table captured_requests (
   -- No foreign key: a key would check every inserted row with a query of its
   -- own (costly at capture rates, the more so on PGlite), while the capture
   -- statement already checks and locks its batch's endpoints once (FOR KEY
-  -- SHARE, src/requests/captures.ts). Deleting an endpoint deletes its
+  -- SHARE, src/ingest/store.ts). Deleting an endpoint deletes its
   -- captures in the same transaction (src/endpoints/endpoints.ts).
   endpoint_id uuid not null,
   received_at timestamptz not null,
