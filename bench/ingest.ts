@@ -8,10 +8,11 @@
 // Method (docs/capture.md): every server and the load generator (autocannon,
 // 50 connections, 1 KiB JSON POSTs) are separate processes. Rounds
 // interleave the targets (bare, Weir/PostgreSQL, Weir/PGlite) so drift of a
-// noisy machine hits all of them alike; each measurement follows a warm-up.
+// noisy machine hits all of them alike; each measurement follows a sync (the
+// previous target's writes flushed) and a warm-up.
 // Weir runs as the real CLI (`node bin/weir.mjs serve`). Afterwards every
 // request_id that was acknowledged is looked up in the database.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,6 +178,20 @@ async function load(url: string, seconds: number, idsFile = '', rate?: number): 
   }
 }
 
+/**
+ * Before each measurement: the previous target's writes (hundreds of MB of
+ * WAL and table pages per Weir round, flushed by the kernel up to 30 s
+ * later) are written out now, so that writeback is not charged to whichever
+ * target runs next. A target's own writes during its window still count.
+ */
+function settle(): void {
+  try {
+    execFileSync('sync');
+  } catch {
+    // no sync(1): measure without settling
+  }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
@@ -186,6 +201,7 @@ async function main(): Promise<void> {
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const t of targets) {
+        settle();
         await load(t.url, WARMUP_SECONDS);
         const idsFile = join(work, `ids-${round}-${t.name.replace(/\W+/g, '_')}.txt`);
         const m = await load(t.url, SECONDS, idsFile);
@@ -197,6 +213,7 @@ async function main(): Promise<void> {
     }
     const paced = new Map<string, Measure>();
     for (const t of targets) {
+      settle();
       const idsFile = join(work, `ids-paced-${t.name.replace(/\W+/g, '_')}.txt`);
       const m = await load(t.url, SECONDS, idsFile, RATE);
       paced.set(t.name, m);
