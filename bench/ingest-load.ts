@@ -2,13 +2,15 @@
 // server under test is not slowed by sharing an event loop with it.
 // argv: url seconds connections bodyFile idsFile [rate]. With a rate (requests
 // per second over all connections) the load is paced instead of as fast as
-// the server answers. Prints one JSON line.
+// the server answers. Prints one JSON line (with its own CPU seconds while
+// autocannon ran).
 import autocannon from 'autocannon';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const [url, seconds, connections, bodyFile, idsFile, rate] = process.argv.slice(2);
 const body = readFileSync(bodyFile, 'utf8');
 const ids: string[] = [];
+const cpuBefore = process.cpuUsage();
 const result = await autocannon({
   url,
   method: 'POST',
@@ -28,6 +30,7 @@ const result = await autocannon({
     },
   ],
 });
+const cpu = process.cpuUsage(cpuBefore);
 if (idsFile) writeFileSync(idsFile, ids.join('\n'));
 process.stdout.write(
   JSON.stringify({
@@ -39,5 +42,6 @@ process.stdout.write(
     timeouts: result.timeouts,
     non2xx: result.non2xx,
     acked: ids.length,
+    loadCpu: (cpu.user + cpu.system) / 1e6,
   }) + '\n',
 );

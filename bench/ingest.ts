@@ -11,9 +11,11 @@
 // noisy machine hits all of them alike; each measurement follows a sync (the
 // previous target's writes flushed) and a warm-up.
 // Weir runs as the real CLI (`node bin/weir.mjs serve`). Afterwards every
-// request_id that was acknowledged is looked up in the database.
+// request_id that was acknowledged is looked up in the database. On Linux
+// each saturated measurement also prints CPU per request of the server
+// process, the local PostgreSQL processes and the load generator.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +39,8 @@ const work = mkdtempSync(join(tmpdir(), 'weir-bench-'));
 interface Target {
   name: string;
   url: string;
+  /** The server's process id, for its CPU time. */
+  pid: number;
   stop(): Promise<void>;
   /** How many of these ids are stored (undefined for the bare server, which stores nothing). */
   verify?(ids: string[]): Promise<number>;
@@ -51,6 +55,15 @@ interface Measure {
   timeouts: number;
   non2xx: number;
   acked: number;
+  /** CPU seconds of the load generator while it ran autocannon. */
+  loadCpu: number;
+}
+
+/** CPU per request in microseconds: the server, the local PostgreSQL processes, the load generator. */
+interface Cpu {
+  server: number;
+  postgres: number;
+  load: number;
 }
 
 function child(args: string[], env: Record<string, string | undefined> = process.env): { proc: ChildProcess; output: () => string; exited: Promise<unknown> } {
@@ -78,6 +91,7 @@ async function startBare(): Promise<Target> {
   return {
     name: 'bare node:http',
     url: `http://127.0.0.1:${port}/`,
+    pid: c.proc.pid!,
     async stop() {
       c.proc.kill('SIGTERM');
       await c.exited;
@@ -114,6 +128,7 @@ async function startWeir(name: string, store: Record<string, string>, open: () =
   return {
     name,
     url: `http://127.0.0.1:${started.port}/h/${slug}`,
+    pid: c.proc.pid!,
     stop: async () => {
       await stop();
       await cleanup();
@@ -178,6 +193,54 @@ async function load(url: string, seconds: number, idsFile = '', rate?: number): 
   }
 }
 
+// CPU time from /proc (Linux; elsewhere the CPU columns are left out): the
+// ratio says how fast, these say where the time went. PostgreSQL counts
+// every local postgres process (backends, WAL writer, checkpointer), so a
+// remote BENCH_DATABASE_URL shows 0.
+const PROC = existsSync('/proc/self/stat');
+const TICK = 100; // USER_HZ, 100 on Linux
+
+function cpuSeconds(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICK;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of each local postgres process (a backend that exits meanwhile takes its time with it). */
+function postgresSeconds(): Map<number, number> {
+  const seconds = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') seconds.set(Number(entry), cpuSeconds(Number(entry)));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return seconds;
+}
+
+function postgresSince(before: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of postgresSeconds()) total += seconds - (before.get(pid) ?? 0);
+  return total;
+}
+
+/** Runs a measurement and says, per request, how much CPU the server, PostgreSQL and the load generator used. */
+async function measured(t: Target, run: () => Promise<Measure>): Promise<{ m: Measure; cpu?: Cpu }> {
+  if (!PROC) return { m: await run() };
+  const server = cpuSeconds(t.pid);
+  const postgres = postgresSeconds();
+  const m = await run();
+  const us = (seconds: number) => (m.requests > 0 ? (seconds * 1e6) / m.requests : 0);
+  return { m, cpu: { server: us(cpuSeconds(t.pid) - server), postgres: us(postgresSince(postgres)), load: us(m.loadCpu) } };
+}
+
+const cpuText = (c: Cpu | undefined) => (c ? `  CPU/req µs: server ${c.server.toFixed(1)} postgres ${c.postgres.toFixed(1)} load ${c.load.toFixed(1)}` : '');
+
 /**
  * Before each measurement: the previous target's writes (hundreds of MB of
  * WAL and table pages per Weir round, flushed by the kernel up to 30 s
@@ -197,18 +260,19 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
   const targets = [await startBare(), await startWeirPostgres(), await startWeirPglite()];
-  const results = new Map<string, { m: Measure[]; ids: string[] }>(targets.map((t) => [t.name, { m: [], ids: [] }]));
+  const results = new Map<string, { m: Measure[]; cpu: Cpu[]; ids: string[] }>(targets.map((t) => [t.name, { m: [], cpu: [], ids: [] }]));
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const t of targets) {
         settle();
         await load(t.url, WARMUP_SECONDS);
         const idsFile = join(work, `ids-${round}-${t.name.replace(/\W+/g, '_')}.txt`);
-        const m = await load(t.url, SECONDS, idsFile);
+        const { m, cpu } = await measured(t, () => load(t.url, SECONDS, idsFile));
         const r = results.get(t.name)!;
         r.m.push(m);
+        if (cpu) r.cpu.push(cpu);
         for (const id of readFileSync(idsFile, 'utf8').split('\n')) if (id) r.ids.push(id);
-        console.log(`round ${round}  ${t.name.padEnd(20)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors + m.timeouts}  non-2xx ${m.non2xx}`);
+        console.log(`round ${round}  ${t.name.padEnd(20)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors + m.timeouts}  non-2xx ${m.non2xx}${cpuText(cpu)}`);
       }
     }
     const paced = new Map<string, Measure>();
@@ -234,6 +298,10 @@ async function main(): Promise<void> {
       console.log(
         `${t.name.padEnd(20)} ${median(r.m.map((m) => m.rps)).toFixed(0).padStart(7)} /s  ratio ${median(ratios).toFixed(2)}  saturated p50/p99 ${median(r.m.map((m) => m.p50))}/${median(r.m.map((m) => m.p99))} ms  at ${RATE}/s p50/p99 ${paced.get(t.name)!.p50}/${paced.get(t.name)!.p99} ms${check}`,
       );
+      if (r.cpu.length > 0) {
+        const med = (k: keyof Cpu) => median(r.cpu.map((c) => c[k]));
+        console.log(`${''.padEnd(20)} saturated CPU per request (median): server ${med('server').toFixed(1)} µs, postgres ${med('postgres').toFixed(1)} µs, load generator ${med('load').toFixed(1)} µs`);
+      }
     }
   } finally {
     for (const t of targets) await t.stop().catch(() => {});
