@@ -1,0 +1,154 @@
+/**
+ * Capture statement benchmark (npm run bench:store): what the capture
+ * statement (src/ingest/store.ts storeCaptures: endpoint lock, capture rows,
+ * forward targets, deliveries, NOTIFY) costs per capture, divided by the
+ * least the database must do for the same rows: one INSERT ... SELECT of the
+ * same parameters into captured_requests and nothing else. No HTTP, so the
+ * database side of ingest can be compared between changes without the
+ * noise of a load generator. Both run through the project's own Db
+ * adapters as named statements, alternating in rounds on one database.
+ *
+ * PGlite in a temporary folder (as `npm start` uses it), and PostgreSQL in a
+ * fresh database beside DATABASE_URL when that is set.
+ * Env: BENCH_GROUPS (groups per round, default 300), BENCH_GROUP_SIZE
+ * (captures per group, default 40), BENCH_ROUNDS (default 3).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Db, Queryable } from '../src/db/db.ts';
+import { newId } from '../src/db/ids.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openPglite } from '../src/db/pglite.ts';
+import { openPostgres } from '../src/db/postgres.ts';
+import { createEndpoint } from '../src/endpoints/endpoints.ts';
+import { storeCaptures } from '../src/ingest/store.ts';
+import { createOrganization } from '../src/orgs/organizations.ts';
+import { DEFAULT_PLANS } from '../src/orgs/plans.ts';
+import { idTime } from '../src/requests/capture-ids.ts';
+import type { Capture } from '../src/requests/captures.ts';
+
+const GROUPS = Number(process.env.BENCH_GROUPS ?? 300);
+const SIZE = Number(process.env.BENCH_GROUP_SIZE ?? 40);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+// The baseline: the same parameters, only the capture rows.
+const PLAIN_INSERT = `
+insert into captured_requests
+  (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type, source_ip)
+select u.id, u.organization_id, u.endpoint_id, u.received_at, u.r->>0, u.r->>1, u.r->>2, u.r->3,
+       substring($9::bytea from u.off + 1 for u.len), u.len, u.r->>4, u.r->>5
+  from rows from (unnest($1::uuid[]), unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::timestamptz[]),
+                  unnest($5::int[]), unnest($6::int[]), jsonb_array_elements($7::jsonb))
+         as u(id, organization_id, endpoint_id, received_at, off, len, r)
+ where cardinality($8::uuid[]) > 0`;
+
+const body = Buffer.from(JSON.stringify({ id: 'evt_1', type: 'invoice.paid', pad: 'x'.repeat(990) }));
+const headers: [string, string][] = [
+  ['Host', '127.0.0.1:3000'],
+  ['Connection', 'keep-alive'],
+  ['Content-Type', 'application/json'],
+  ['Content-Length', String(body.length)],
+  ['User-Agent', 'bench'],
+];
+
+function group(endpoint: { id: string; organization_id: string }): Capture[] {
+  return Array.from({ length: SIZE }, () => {
+    const id = newId();
+    return {
+      id,
+      organization_id: endpoint.organization_id,
+      endpoint_id: endpoint.id,
+      received_at: new Date(idTime(id)),
+      method: 'POST',
+      path: '',
+      query: '',
+      headers,
+      body,
+      body_size: body.length,
+      content_type: 'application/json',
+      source_ip: '127.0.0.1',
+    };
+  });
+}
+
+/**
+ * Runs storeCaptures' own parameter building, then sends those parameters
+ * with the plain INSERT instead, answering as the capture statement would
+ * (every endpoint of the group live, $8, so storeCaptures asks nothing more).
+ */
+function plainInsert(db: Db): (captures: Capture[]) => Promise<unknown> {
+  const sendPlain: Queryable = {
+    async query<R>(_text: string, params?: unknown[]) {
+      await db.query(PLAIN_INSERT, params, { name: 'bench_plain_insert' });
+      const endpoints = String(params![7]).slice(1, -1).split(',');
+      return { rows: endpoints.map((id) => ({ id, paused: false })) as R[], rowCount: endpoints.length };
+    },
+    exec: (sql) => db.exec(sql),
+  };
+  return (captures) => storeCaptures(sendPlain, captures);
+}
+
+async function measure(db: Db, label: string): Promise<void> {
+  const org = await createOrganization(db, { name: 'bench', plan: 'business', region: 'us' });
+  const created = await createEndpoint(db, DEFAULT_PLANS, org.id, { name: 'bench', createdBy: null });
+  if (!created.ok) throw new Error('could not create the bench endpoint');
+  const endpoint = created.endpoint;
+  const variants: Array<[string, (c: Capture[]) => Promise<unknown>]> = [
+    ['plain insert', plainInsert(db)],
+    ['capture statement', (c) => storeCaptures(db, c)],
+  ];
+  const perCapture = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+  for (const [, run] of variants) for (let i = 0; i < 20; i++) await run(group(endpoint));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, run] of variants) {
+      const groups = Array.from({ length: GROUPS }, () => group(endpoint));
+      const t0 = performance.now();
+      for (const g of groups) await run(g);
+      perCapture.get(name)!.push(((performance.now() - t0) * 1000) / (GROUPS * SIZE));
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const plain = median(perCapture.get('plain insert')!);
+  const full = median(perCapture.get('capture statement')!);
+  console.log(
+    `${label.padEnd(11)} plain insert ${plain.toFixed(1)} µs/capture, capture statement ${full.toFixed(1)} µs/capture ` +
+      `(${(1000 / full).toFixed(0)}k captures/s on one connection), ratio ${(full / plain).toFixed(2)}`,
+  );
+}
+
+console.log(`store bench: ${ROUNDS} rounds of ${GROUPS} groups of ${SIZE} captures (1 KiB JSON bodies), median per capture`);
+const dir = mkdtempSync(join(tmpdir(), 'weir-store-bench-'));
+try {
+  const lite = await openPglite(dir);
+  try {
+    await migrate(lite);
+    await measure(lite, 'PGlite');
+  } finally {
+    await lite.close();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+if (process.env.DATABASE_URL) {
+  const name = `weir_store_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  const url = new URL(process.env.DATABASE_URL);
+  url.pathname = `/${name}`;
+  try {
+    const db = await openPostgres(url.toString(), { poolSize: 2 });
+    try {
+      await migrate(db);
+      await measure(db, 'PostgreSQL');
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
