@@ -13,13 +13,10 @@
  * Env: BENCH_GROUPS (groups per round, default 300), BENCH_GROUP_SIZE
  * (captures per group, default 40), BENCH_ROUNDS (default 3).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import type { Db, Queryable } from '../src/db/db.ts';
-import { newId } from '../src/db/ids.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
@@ -27,8 +24,9 @@ import { createEndpoint } from '../src/endpoints/endpoints.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { DEFAULT_PLANS } from '../src/orgs/plans.ts';
-import { idTime } from '../src/requests/capture-ids.ts';
 import type { Capture } from '../src/requests/captures.ts';
+import { createFreshDatabase } from '../test/helpers/db.ts';
+import { captureOf } from '../test/helpers/fixtures.ts';
 
 const GROUPS = Number(process.env.BENCH_GROUPS ?? 300);
 const SIZE = Number(process.env.BENCH_GROUP_SIZE ?? 40);
@@ -54,25 +52,7 @@ const headers: [string, string][] = [
   ['User-Agent', 'bench'],
 ];
 
-function group(endpoint: { id: string; organization_id: string }): Capture[] {
-  return Array.from({ length: SIZE }, () => {
-    const id = newId();
-    return {
-      id,
-      organization_id: endpoint.organization_id,
-      endpoint_id: endpoint.id,
-      received_at: new Date(idTime(id)),
-      method: 'POST',
-      path: '',
-      query: '',
-      headers,
-      body,
-      body_size: body.length,
-      content_type: 'application/json',
-      source_ip: '127.0.0.1',
-    };
-  });
-}
+const group = (endpoint: { id: string; organization_id: string }): Capture[] => Array.from({ length: SIZE }, () => captureOf(endpoint, { body, headers }));
 
 /**
  * Runs storeCaptures' own parameter building, then sends those parameters
@@ -119,36 +99,29 @@ async function measure(db: Db, label: string): Promise<void> {
   );
 }
 
+/** Migrates a fresh database, measures on it, and closes it whatever happens. */
+async function on(label: string, open: () => Promise<Db>): Promise<void> {
+  const db = await open();
+  try {
+    await migrate(db);
+    await measure(db, label);
+  } finally {
+    await db.close();
+  }
+}
+
 console.log(`store bench: ${ROUNDS} rounds of ${GROUPS} groups of ${SIZE} captures (1 KiB JSON bodies), median per capture`);
 const dir = mkdtempSync(join(tmpdir(), 'weir-store-bench-'));
 try {
-  const lite = await openPglite(dir);
-  try {
-    await migrate(lite);
-    await measure(lite, 'PGlite');
-  } finally {
-    await lite.close();
-  }
+  await on('PGlite', () => openPglite(dir));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 if (process.env.DATABASE_URL) {
-  const name = `weir_store_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  const url = new URL(process.env.DATABASE_URL);
-  url.pathname = `/${name}`;
+  const fresh = await createFreshDatabase();
   try {
-    const db = await openPostgres(url.toString(), { poolSize: 2 });
-    try {
-      await migrate(db);
-      await measure(db, 'PostgreSQL');
-    } finally {
-      await db.close();
-    }
+    await on('PostgreSQL', () => openPostgres(fresh.url, { poolSize: 2 }));
   } finally {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
+    await fresh.drop();
   }
 }
