@@ -1,6 +1,7 @@
 import { parse, PGlite, protocol } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
 import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
+import { startCheckpoints, type CheckpointOptions } from './pglite-checkpoints.ts';
 
 const BYTEA = 17;
 
@@ -116,10 +117,11 @@ export function bindAndExecute(statement: string, values: readonly (string | Uin
  * dataDir is undefined. One process owns the folder: PGlite has a single
  * connection, so queries and transactions run one after another.
  */
-export async function openPglite(dataDir?: string): Promise<Db> {
+export async function openPglite(dataDir?: string, opts: { checkpoints?: CheckpointOptions } = {}): Promise<Db> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   const pg = await PGlite.create(dataDir ? { dataDir } : {});
   const base = wrap(pg, new NamedQueries(pg));
+  const checkpoints = startCheckpoints(pg, opts.checkpoints);
   return {
     kind: 'pglite',
     ...base,
@@ -131,6 +133,7 @@ export async function openPglite(dataDir?: string): Promise<Db> {
     },
     listening: () => !pg.closed,
     async close() {
+      await checkpoints.stop();
       if (!pg.closed) await pg.close();
     },
   };
