@@ -5,8 +5,9 @@
 //   npm run bench:ingest            (or: node --import tsx bench/ingest.ts)
 //   BENCH_SECONDS=10 BENCH_ROUNDS=3 BENCH_DATABASE_URL=postgres://... npm run bench:ingest
 //
-// Method (docs/capture.md): every server and the load generator (autocannon,
-// 50 connections, 1 KiB JSON POSTs) are separate processes. Rounds
+// Method (docs/capture.md): every server and the load generator (wrk when it
+// is installed, else autocannon: bench/ingest-load.ts; 50 connections, 1 KiB
+// JSON POSTs) are separate processes. Rounds
 // interleave the targets (bare, Weir/PostgreSQL, Weir/PGlite) so drift of a
 // noisy machine hits all of them alike; each measurement follows a sync (the
 // previous target's writes flushed) and a warm-up.
@@ -23,6 +24,7 @@ import pg from 'pg';
 import type { Db } from '../src/db/db.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
+import { loadGenerator, type LoadResult } from './ingest-load.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -46,18 +48,7 @@ interface Target {
   verify?(ids: string[]): Promise<number>;
 }
 
-interface Measure {
-  requests: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  acked: number;
-  /** CPU seconds of the load generator while it ran autocannon. */
-  loadCpu: number;
-}
+type Measure = LoadResult;
 
 /** CPU per request in microseconds: the server, the local PostgreSQL processes, the load generator. */
 interface Cpu {
@@ -258,7 +249,7 @@ function settle(): void {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
-  console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
+  console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, load generator ${loadGenerator()}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
   const targets = [await startBare(), await startWeirPostgres(), await startWeirPglite()];
   const results = new Map<string, { m: Measure[]; cpu: Cpu[]; ids: string[] }>(targets.map((t) => [t.name, { m: [], cpu: [], ids: [] }]));
   try {
