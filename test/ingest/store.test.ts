@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
-import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
+import { DELIVERY_CHANNEL, forwardTargets } from '../../src/delivery/enqueue.ts';
 import { createEndpoint, deleteEndpoint, updateEndpoint } from '../../src/endpoints/endpoints.ts';
 import { storeCaptures } from '../../src/ingest/store.ts';
 import { lockOrganization } from '../../src/orgs/organizations.ts';
@@ -60,6 +60,13 @@ test('deliveries are ordered like their captures: capture by capture, forward_ur
     assert.equal(r.id.slice(0, 18), r.request_id.slice(0, 18), `delivery ${r.id} shares its first 8 bytes with capture ${r.request_id}`);
   }
   assert.equal(new Set(rows.map((r) => r.id)).size, 9);
+  // The capture statement writes this rule in SQL of its own; replays take it
+  // from forwardTargets(). The two must agree.
+  const replayed = await forwardTargets(t.db, [e.id]);
+  assert.deepEqual(
+    replayed.map((x) => ({ forward_destination_id: x.forwardDestinationId, url: x.url })),
+    expected.slice(0, 3).map(({ forward_destination_id, url }) => ({ forward_destination_id, url })),
+  );
 });
 
 test('a notification wakes the workers when deliveries were queued, and none is sent when nothing was', async () => {
