@@ -20,10 +20,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import type { Db } from '../src/db/db.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
+import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator, type LoadResult } from './ingest-load.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -144,20 +144,8 @@ async function startWeir(name: string, store: Record<string, string>, open: () =
 }
 
 async function startWeirPostgres(): Promise<Target> {
-  const name = `weir_bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: PG_BASE });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const u = new URL(PG_BASE);
-  u.pathname = '/' + name;
-  const url = u.toString();
-  return startWeir('Weir on PostgreSQL', { DATABASE_URL: url }, () => openPostgres(url, { poolSize: 2 }), async () => {
-    const c = new pg.Client({ connectionString: PG_BASE });
-    await c.connect();
-    await c.query(`drop database if exists ${name} with (force)`);
-    await c.end();
-  });
+  const fresh = await createFreshDatabase(PG_BASE);
+  return startWeir('Weir on PostgreSQL', { DATABASE_URL: fresh.url }, () => openPostgres(fresh.url, { poolSize: 2 }), fresh.drop);
 }
 
 async function startWeirPglite(): Promise<Target> {

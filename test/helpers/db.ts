@@ -23,9 +23,8 @@ export function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-/** A fresh PostgreSQL database (dropped on cleanup); LISTEN/NOTIFY is per database, so test files cannot hear each other. */
-export async function createFreshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const base = process.env.DATABASE_URL;
+/** A fresh PostgreSQL database beside `base` (default DATABASE_URL), dropped on cleanup; LISTEN/NOTIFY is per database, so test files cannot hear each other. */
+export async function createFreshDatabase(base = process.env.DATABASE_URL): Promise<{ url: string; drop(): Promise<void> }> {
   if (!base) throw new Error('DATABASE_URL is not set');
   const name = `weir_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
