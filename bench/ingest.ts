@@ -159,10 +159,14 @@ const skeleton = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', cre
 skeleton.data.object.pad = 'x'.repeat(1024 - JSON.stringify(skeleton).length);
 writeFileSync(bodyFile, JSON.stringify(skeleton));
 
+// Chosen once here, and handed to every load process, so the choice (and
+// wrk's detection) is the same for every measurement of the run.
+const LOAD = loadGenerator();
+
 async function load(url: string, seconds: number, idsFile = '', rate?: number): Promise<Measure> {
   const args = ['--import', 'tsx', 'bench/ingest-load.ts', url, String(seconds), String(CONNECTIONS), bodyFile, idsFile];
   if (rate) args.push(String(rate));
-  const c = child(args);
+  const c = child(args, { ...process.env, BENCH_LOAD: LOAD });
   await c.exited;
   const line = c.output().trim().split('\n').pop() ?? '';
   try {
@@ -237,7 +241,7 @@ function settle(): void {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
-  console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, load generator ${loadGenerator()}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
+  console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, load generator ${LOAD}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
   const targets = [await startBare(), await startWeirPostgres(), await startWeirPglite()];
   const results = new Map<string, { m: Measure[]; cpu: Cpu[]; ids: string[] }>(targets.map((t) => [t.name, { m: [], cpu: [], ids: [] }]));
   try {
