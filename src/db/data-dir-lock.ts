@@ -1,0 +1,324 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * One Weir process per PGlite folder (PGlite is a single-process database:
+ * two processes on one folder would corrupt it).
+ *
+ * Node has no flock(), and the packages that add it build native code, which
+ * would make `npm install` need a compiler on a fresh laptop. So the lock is
+ * an owner record, `weir.lock`, that names its process beyond its pid: the
+ * boot id of the machine, the process's start time as the kernel reports it
+ * (/proc/<pid>/stat on Linux, `ps -o lstart=` on macOS), the host name and
+ * the command line. A record is the live owner's only if a process with that
+ * pid exists now, on this boot, with that start time and is not a zombie;
+ * so a lock left by a killed process is taken over at once, even when its
+ * pid has been handed to another process since (after a reboot, pids start
+ * again from the bottom). A record written on another host (a folder shared
+ * between containers or machines) cannot be checked that way: there the
+ * owner's heartbeat decides, the file's mtime renewed every HEARTBEAT_MS, and
+ * a record not renewed for STALE_MS is taken over.
+ */
+
+export const LOCK_FILE = 'weir.lock';
+const HEARTBEAT_MS = 10_000;
+const STALE_MS = 60_000;
+
+interface OwnerRecord {
+  pid: number;
+  host?: string;
+  boot_id?: string | null;
+  /** The kernel's start time of the process, in the platform's own format (see processInfo). */
+  start?: string | null;
+  command?: string;
+  locked_at?: string;
+}
+
+interface ProcessInfo {
+  start: string;
+  /** Epoch ms, to the second at least. */
+  startedAtMs: number;
+  zombie: boolean;
+  command: string;
+}
+
+/** How this process looks at processes; replaceable so tests can run the macOS path on Linux. */
+export interface ProcessProbe {
+  bootId(): string | null;
+  processInfo(pid: number): ProcessInfo | undefined | 'unknown';
+}
+
+function linuxBootId(): string | null {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+let bootTimeS: number | undefined;
+/** Linux: what /proc/<pid>/stat says; undefined when there is no such process. */
+function linuxProcessInfo(pid: number): ProcessInfo | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // pid (comm) state ppid ... : comm may hold spaces and parentheses, so split after the last ')'
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const state = fields[0];
+  const startTicks = fields[19];
+  bootTimeS ??= Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1] ?? 0);
+  let command = '';
+  try {
+    command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+  } catch {
+    // a process that is exiting may no longer show its command line
+  }
+  // USER_HZ is 100 on every Linux architecture Node runs on
+  return { start: startTicks, startedAtMs: (bootTimeS + Number(startTicks) / 100) * 1000, zombie: state === 'Z' || state === 'X', command };
+}
+
+function darwinBootId(): string | null {
+  try {
+    return execFileSync('sysctl', ['-n', 'kern.bootsessionuuid'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Any Unix with ps: state, start time (`lstart`, to the second) and command line; undefined when there is no such process. */
+export function psProcessInfo(pid: number): ProcessInfo | undefined {
+  let out: string;
+  try {
+    out = execFileSync('ps', ['-ww', '-o', 'stat=,lstart=,command=', '-p', String(pid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, LC_ALL: 'C', TZ: 'UTC' },
+    }).trim();
+  } catch {
+    return undefined; // ps exits 1 when the pid does not exist
+  }
+  if (!out) return undefined;
+  // "Ss   Mon Nov 23 15:00:08 2026 node bin/weir.mjs serve"
+  const parts = out.split(/\s+/);
+  const start = parts.slice(1, 6).join(' ');
+  return { start, startedAtMs: Date.parse(`${start} UTC`), zombie: parts[0].startsWith('Z'), command: parts.slice(6).join(' ') };
+}
+
+export const systemProbe: ProcessProbe =
+  process.platform === 'linux'
+    ? { bootId: linuxBootId, processInfo: linuxProcessInfo }
+    : process.platform === 'darwin'
+      ? { bootId: darwinBootId, processInfo: psProcessInfo }
+      : {
+          bootId: () => null,
+          processInfo: (pid) => {
+            try {
+              process.kill(pid, 0);
+              return 'unknown';
+            } catch (err) {
+              return (err as NodeJS.ErrnoException).code === 'EPERM' ? 'unknown' : undefined;
+            }
+          },
+        };
+
+export class DataDirLockedError extends Error {
+  constructor(
+    readonly dir: string,
+    readonly owner: { pid: number; command: string; host: string | undefined },
+  ) {
+    const lockPath = join(dir, LOCK_FILE);
+    const where = owner.host && owner.host !== hostname() ? ` on host ${owner.host}` : '';
+    super(
+      `WEIR_DATA_DIR ${dir} is in use by another Weir process: pid ${owner.pid}${where} (${owner.command || 'command line unknown'}). ` +
+        `The embedded database allows one process. Stop that process first, or use DATABASE_URL to run several nodes. ` +
+        `If that process is not a Weir using this folder, the lock is wrong: delete ${lockPath} and start again.`,
+    );
+  }
+}
+
+type Verdict = { live: true; pid: number; command: string; host: string | undefined } | { live: false; why: string };
+
+function parse(text: string): OwnerRecord | undefined {
+  const t = text.trim();
+  // the format before owner records: the bare pid
+  if (/^\d+$/.test(t)) return { pid: Number(t) };
+  try {
+    const r = JSON.parse(t) as OwnerRecord;
+    return Number.isInteger(r?.pid) && r.pid > 0 ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the record in the lock file names a process that holds the folder now. */
+function judge(text: string, mtimeMs: number, probe: ProcessProbe, now: number): Verdict {
+  const rec = parse(text);
+  if (!rec) {
+    // created with 'wx' and not yet written (file systems without hard links), or garbage
+    return now - mtimeMs < 5_000 ? { live: true, pid: 0, command: 'a process writing the lock file', host: undefined } : { live: false, why: 'unreadable lock file' };
+  }
+  if (rec.host !== undefined && rec.host !== hostname()) {
+    // another machine or container: its processes are not ours to see; its heartbeat tells
+    return now - mtimeMs < STALE_MS ? { live: true, pid: rec.pid, command: rec.command ?? '', host: rec.host } : { live: false, why: `no heartbeat from host ${rec.host} for ${Math.round((now - mtimeMs) / 1000)} s` };
+  }
+  const boot = probe.bootId();
+  if (rec.boot_id && boot && rec.boot_id !== boot) return { live: false, why: 'written before the machine last booted' };
+  const info = probe.processInfo(rec.pid);
+  if (info === undefined) return { live: false, why: `pid ${rec.pid} is gone` };
+  if (info === 'unknown') {
+    // a platform where a process cannot be identified beyond its pid: the heartbeat tells
+    return now - mtimeMs < STALE_MS ? { live: true, pid: rec.pid, command: rec.command ?? '', host: undefined } : { live: false, why: 'no heartbeat' };
+  }
+  if (info.zombie) return { live: false, why: `pid ${rec.pid} has exited` };
+  if (rec.start != null) {
+    if (info.start !== rec.start) return { live: false, why: `pid ${rec.pid} is now another process` };
+  } else if (info.startedAtMs > mtimeMs + 1_000) {
+    // a record of the pid-only format: a process started after the lock was written cannot have written it
+    return { live: false, why: `pid ${rec.pid} started after the lock was written` };
+  }
+  return { live: true, pid: rec.pid, command: info.command, host: undefined };
+}
+
+function readLock(path: string): { text: string; mtimeMs: number } | undefined {
+  try {
+    const text = readFileSync(path, 'utf8');
+    return { text, mtimeMs: statSync(path).mtimeMs };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Creates `path` holding `content` only if it does not exist; false when it does. Never leaves a half-written lock behind on file systems with hard links. */
+function createExclusive(path: string, content: string): boolean {
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(tmp, content);
+  try {
+    linkSync(tmp, path);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
+    // no hard links here: 'wx' instead (a reader may briefly see it empty, see judge)
+    try {
+      writeFileSync(path, content, { flag: 'wx' });
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    }
+  } finally {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/**
+ * Moves a stale lock out of the way, unless it changed since it was judged
+ * (another starter took it over first): then it is put back.
+ */
+function removeStale(path: string, judged: string): void {
+  const aside = `${path}.stale.${process.pid}.${randomBytes(4).toString('hex')}`;
+  try {
+    renameSync(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (readFileSync(aside, 'utf8') !== judged) {
+    try {
+      linkSync(aside, path);
+    } catch {
+      // someone else created a lock meanwhile; theirs stands
+    }
+  }
+  unlinkSync(aside);
+}
+
+export interface DataDirLock {
+  /** Stops the heartbeat and removes the lock file if it is still ours. */
+  release(): void;
+}
+
+export interface LockOptions {
+  /** How long to wait for an owner that looks alive to go away (one killed a moment ago may still be exiting). */
+  waitMs?: number;
+  probe?: ProcessProbe;
+  /** Told when the heartbeat finds the lock file gone or taken over. */
+  onLost?: (msg: string) => void;
+  /** Told when a stale lock is taken over, and why it was stale. */
+  onTakeover?: (msg: string) => void;
+}
+
+export async function lockDataDir(dir: string, opts: LockOptions = {}): Promise<DataDirLock> {
+  const probe = opts.probe ?? systemProbe;
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, LOCK_FILE);
+  const self = probe.processInfo(process.pid);
+  const record: OwnerRecord = {
+    pid: process.pid,
+    host: hostname(),
+    boot_id: probe.bootId(),
+    start: self && self !== 'unknown' ? self.start : null,
+    command: process.argv.join(' '),
+    locked_at: new Date().toISOString(),
+  };
+  const content = JSON.stringify(record) + '\n';
+  const deadline = Date.now() + (opts.waitMs ?? 3_000);
+  for (;;) {
+    if (createExclusive(path, content)) break;
+    const found = readLock(path);
+    if (!found) continue;
+    const verdict = judge(found.text, found.mtimeMs, probe, Date.now());
+    if (!verdict.live) {
+      opts.onTakeover?.(`taking over the lock of WEIR_DATA_DIR ${dir}: ${verdict.why}`);
+      removeStale(path, found.text);
+      continue;
+    }
+    if (Date.now() >= deadline) throw new DataDirLockedError(dir, verdict);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  // The heartbeat renews the mtime (what another host judges by) and checks the file is still ours.
+  const heartbeat = setInterval(() => {
+    try {
+      const now = new Date();
+      if (readFileSync(path, 'utf8') !== content) {
+        opts.onLost?.(`the lock file ${path} was taken over by another process; two processes may now be writing the embedded database`);
+        return;
+      }
+      utimesSync(path, now, now);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        opts.onLost?.(`the lock file ${path} was deleted; writing it again`);
+        try {
+          createExclusive(path, content);
+        } catch {
+          // the next beat tries again
+        }
+      }
+    }
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+
+  return {
+    release() {
+      clearInterval(heartbeat);
+      try {
+        if (readFileSync(path, 'utf8') === content) unlinkSync(path);
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
