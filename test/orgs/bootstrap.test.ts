@@ -56,7 +56,7 @@ describe('weir serve on an empty database', () => {
     } else {
       const first = await startWeirProcess(store.env);
       t.after(() => first.stop('SIGKILL'));
-      await assert.rejects(startWeirProcess(store.env), /in use by another Weir process/);
+      await assert.rejects(startWeirProcess(store.env), new RegExp(`in use by another Weir process: pid ${first.child.pid} \\(.*bin/weir\\.mjs serve\\)`));
     }
   });
 });

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { DataDirLockedError, LOCK_FILE, lockDataDir, psProcessInfo, systemProbe, type ProcessProbe } from '../../src/db/data-dir-lock.ts';
+import { http, startWeirProcess } from '../helpers/weir-process.ts';
+
+// The lock is about the embedded database's folder: these tests give Weir a
+// WEIR_DATA_DIR and no DATABASE_URL, so they test the same thing whichever
+// database the suite runs on.
+
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function freshDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'weir-lock-'));
+  dirs.push(d);
+  return d;
+}
+
+/** A live process that has nothing to do with Weir. */
+async function unrelatedProcess(): Promise<number> {
+  const c = spawn('sleep', ['600'], { stdio: 'ignore' });
+  children.push(c);
+  await new Promise((resolve, reject) => c.once('spawn', resolve).once('error', reject));
+  return c.pid!;
+}
+
+function writeLock(dir: string, content: string, ageMs = 0): void {
+  const path = join(dir, LOCK_FILE);
+  writeFileSync(path, content);
+  const t = new Date(Date.now() - ageMs);
+  utimesSync(path, t, t);
+}
+
+/** The record a Weir with that pid would have written: the process's real identity. */
+function recordOf(pid: number, probe: ProcessProbe = systemProbe, extra: object = {}): string {
+  const info = probe.processInfo(pid);
+  assert.ok(info && info !== 'unknown', `pid ${pid} is identifiable`);
+  return JSON.stringify({ pid, host: hostname(), boot_id: probe.bootId(), start: info.start, command: info.command, ...extra });
+}
+
+function owner(dir: string): { pid: number } {
+  return JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8'));
+}
+
+describe('data-directory lock', () => {
+  it('takes over a record whose pid is now an unrelated live process (pid reused: another start time)', async () => {
+    const dir = freshDir();
+    const pid = await unrelatedProcess();
+    writeLock(dir, JSON.stringify({ pid, host: hostname(), boot_id: systemProbe.bootId(), start: '1', command: 'node bin/weir.mjs serve' }));
+    const taken: string[] = [];
+    const lock = await lockDataDir(dir, { waitMs: 0, onTakeover: (m) => taken.push(m) });
+    assert.equal(owner(dir).pid, process.pid);
+    assert.match(taken.join(), new RegExp(`pid ${pid} is now another process`));
+    lock.release();
+    assert.equal(existsSync(join(dir, LOCK_FILE)), false, 'released: the file is gone');
+  });
+
+  it('takes over a pid-only lock (the old format) whose pid belongs to a process started after it was written, as after a reboot', async () => {
+    const dir = freshDir();
+    const pid = await unrelatedProcess();
+    writeLock(dir, String(pid), 3600_000);
+    const lock = await lockDataDir(dir, { waitMs: 0 });
+    assert.equal(owner(dir).pid, process.pid);
+    lock.release();
+  });
+
+  it('takes over a record written before the machine last booted, even if its pid and start time match a live process', async () => {
+    const dir = freshDir();
+    const pid = await unrelatedProcess();
+    writeLock(dir, recordOf(pid, systemProbe, { boot_id: 'a-previous-boot' }));
+    const lock = await lockDataDir(dir, { waitMs: 0 });
+    assert.equal(owner(dir).pid, process.pid);
+    lock.release();
+  });
+
+  it('refuses while the owner lives, naming its pid and command line and saying how to recover', async () => {
+    const dir = freshDir();
+    const pid = await unrelatedProcess();
+    writeLock(dir, recordOf(pid));
+    await assert.rejects(lockDataDir(dir, { waitMs: 0 }), (err: Error) => {
+      assert.ok(err instanceof DataDirLockedError);
+      assert.match(err.message, new RegExp(`in use by another Weir process: pid ${pid} \\(sleep 600\\)`));
+      assert.ok(err.message.includes(`delete ${join(dir, LOCK_FILE)} and start again`), err.message);
+      return true;
+    });
+    assert.equal(owner(dir).pid, pid, 'the live owner’s record is left alone');
+  });
+
+  it('waits for an owner that is exiting, and takes over once it is gone', async () => {
+    const dir = freshDir();
+    const pid = await unrelatedProcess();
+    writeLock(dir, recordOf(pid));
+    const locking = lockDataDir(dir, { waitMs: 60_000 });
+    process.kill(pid, 'SIGKILL');
+    const lock = await locking;
+    assert.equal(owner(dir).pid, process.pid);
+    lock.release();
+  });
+
+  it('judges a record of another host by its heartbeat', async () => {
+    const dir = freshDir();
+    writeLock(dir, JSON.stringify({ pid: 1, host: 'elsewhere', boot_id: 'x', start: '1', command: 'weir serve' }));
+    await assert.rejects(lockDataDir(dir, { waitMs: 0 }), /pid 1 on host elsewhere \(weir serve\)/);
+    writeLock(dir, JSON.stringify({ pid: 1, host: 'elsewhere', boot_id: 'x', start: '1', command: 'weir serve' }), 120_000);
+    const lock = await lockDataDir(dir, { waitMs: 0 });
+    assert.equal(owner(dir).pid, process.pid);
+    lock.release();
+  });
+
+  it('a released lock leaves a successor’s record alone', async () => {
+    const dir = freshDir();
+    const lock = await lockDataDir(dir, { waitMs: 0 });
+    writeLock(dir, JSON.stringify({ pid: 1, host: 'successor' }));
+    lock.release();
+    assert.equal(owner(dir).pid, 1);
+  });
+
+  const hasPs = existsSync('/bin/ps') || existsSync('/usr/bin/ps');
+  it('identifies processes through ps (the macOS way) too', { skip: !hasPs && 'no ps' }, async () => {
+    const probe: ProcessProbe = { bootId: () => null, processInfo: psProcessInfo };
+    const pid = await unrelatedProcess();
+    const info = psProcessInfo(pid);
+    assert.ok(info);
+    assert.equal(info.command, 'sleep 600');
+    assert.equal(info.zombie, false);
+    assert.ok(Math.abs(info.startedAtMs - Date.now()) < 3600_000, `start time ${new Date(info.startedAtMs).toISOString()} parsed`);
+    const dir = freshDir();
+    writeLock(dir, recordOf(pid, probe));
+    await assert.rejects(lockDataDir(dir, { waitMs: 0, probe }), new RegExp(`pid ${pid} \\(sleep 600\\)`));
+    writeLock(dir, JSON.stringify({ pid, host: hostname(), start: 'Mon Jan  1 00:00:00 2001' }));
+    const lock = await lockDataDir(dir, { waitMs: 0, probe });
+    assert.equal(owner(dir).pid, process.pid);
+    lock.release();
+  });
+
+  it('weir serve starts on a folder whose lock holds a live unrelated pid, and a second weir serve on it refuses', { timeout: 120_000 }, async (t) => {
+    const dir = freshDir();
+    const pid = await unrelatedProcess();
+    // what a SIGKILLed Weir leaves behind once its pid was handed to another process
+    writeLock(dir, JSON.stringify({ pid, host: hostname(), boot_id: systemProbe.bootId(), start: '1', command: 'node bin/weir.mjs serve' }));
+    const weir = await startWeirProcess({ WEIR_DATA_DIR: dir });
+    t.after(() => weir.stop('SIGKILL'));
+    assert.equal((await http(weir.base, 'GET', '/v1/me', { token: weir.bootstrapKey })).status, 200);
+    assert.equal(owner(dir).pid, weir.child.pid);
+    await assert.rejects(
+      startWeirProcess({ WEIR_DATA_DIR: dir }),
+      new RegExp(`in use by another Weir process: pid ${weir.child.pid} \\([^)]*bin/weir\\.mjs serve\\)[^]*delete ${join(dir, LOCK_FILE)}`),
+    );
+  });
+});
