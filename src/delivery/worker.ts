@@ -26,6 +26,8 @@ export interface WorkerOptions {
   agentIds?: () => readonly string[];
   /** Called after each recorded outcome (tests and benchmarks observe through it). */
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
+  /** Called each time the loop goes to sleep with nothing to claim, with the epoch ms it would sleep until (tests wait for idleness through it). */
+  onIdle?: (until: number) => void;
 }
 
 /**
@@ -116,6 +118,7 @@ export class DeliveryWorker {
         sleepUntil = Date.now() + Math.min(1000, this.o.pollMs);
       }
       if (!this.running) break;
+      if (!this.wakeFlag) this.o.onIdle?.(sleepUntil);
       await this.sleep(sleepUntil);
     }
   }

@@ -6,32 +6,46 @@ import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
 import { sweepDeliveries } from '../../src/delivery/retention.ts';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
 import { startReceiver } from '../helpers/https.ts';
-import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
+import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus } from './helpers.ts';
 
 describe('delivery worker', () => {
   const t = useWorkerTest({ stopGraceMs: 0 });
 
-  it('is woken by NOTIFY: an idle worker whose poll is a minute away forwards at once', async () => {
+  it('is woken by NOTIFY: an idle worker whose poll is far away forwards at once', async () => {
     const rx = await startReceiver();
     t.receivers.push(rx);
     const ep = await orgWithEndpoint(t.db, rx.url);
-    t.worker = await startTestWorker(t.db, { pollMs: 60_000 });
-    // let the worker go idle (its first scan finds nothing) before the capture commits
-    await new Promise((r) => setTimeout(r, 200));
+    const naps: number[] = [];
+    let idle!: () => void;
+    const wentIdle = new Promise<void>((r) => (idle = r));
+    const pollMs = 3600_000;
+    t.worker = await startTestWorker(t.db, { pollMs, onIdle: (until) => (naps.push(until), idle()) });
+    // the first scan found nothing: the worker sleeps until its poll, an hour away
+    await wentIdle;
+    assert.equal(naps.length, 1);
+    assert.ok(naps[0] - Date.now() > pollMs / 2, 'asleep until the safety poll');
     await insertCaptures(t.db, ep, [{ body: 'now' }]);
-    await rx.waitFor(1, 20_000);
+    // Only the NOTIFY can wake it before the poll: without it this waits out the receiver's timeout and fails.
+    await rx.waitFor(1);
+    assert.equal(rx.received[0].body.toString(), 'now');
+    assert.ok(naps.length >= 1 && Date.now() < naps[0], 'forwarded while the poll was still far away');
   });
 
   it('sends one notification per capture batch, not per delivery', async () => {
     const ep = await orgWithEndpoint(t.db, 'https://example.com/a');
     await insertForwardDestination(t.db, ep, { url: 'https://example.com/b' });
     const heard: string[] = [];
-    const unlisten = await t.db.listen(DELIVERY_CHANNEL, (p) => heard.push(p));
+    let marker!: () => void;
+    const markerHeard = new Promise<void>((r) => (marker = r));
+    const unlisten = await t.db.listen(DELIVERY_CHANNEL, (p) => (heard.push(p), p === 'test-marker' && marker()));
     await insertCaptures(t.db, ep, [{ body: '1' }, { body: '2' }, { body: '3' }]);
-    await waitUntil(async () => heard.length > 0, 'a notification');
-    await new Promise((r) => setTimeout(r, 200));
+    // Notifications on one channel arrive in commit order: once this later one
+    // is heard, every notification of the batch has been heard too.
+    await t.db.query(`select pg_notify($1, 'test-marker')`, [DELIVERY_CHANNEL]);
+    await markerHeard;
     await unlisten();
-    assert.equal(heard.length, 1);
+    assert.equal(heard.length, 2, JSON.stringify(heard));
+    assert.equal(heard[1], 'test-marker');
     assert.equal((await deliveries(t.db)).length, 6);
   });
 
