@@ -9,6 +9,8 @@ export interface CheckpointOptions {
   checkEveryMs?: number;
   /** Told about a failed checkpoint; the next check tries again. */
   onError?: (err: unknown) => void;
+  /** Told after each check: when it started (epoch ms) and whether it checkpointed (tests observe the checker through it). */
+  onCheck?: (check: { startedAt: number; checkpointed: boolean }) => void;
 }
 
 export interface Checkpoints {
@@ -48,15 +50,17 @@ export function startCheckpoints(pg: PGlite, opts: CheckpointOptions = {}): Chec
   let stopped = false;
 
   const check = async () => {
+    const startedAt = Date.now();
     const { rows } = await pg.query<{ written: number; insert: string }>(
       'select (pg_current_wal_insert_lsn() - redo_lsn)::float8 as written, pg_current_wal_insert_lsn()::text as insert from pg_control_checkpoint()',
     );
     const { written, insert } = rows[0];
     const due = written >= walBytes || (Date.now() - last >= intervalMs && insert !== quietAt);
-    if (!due || stopped) return;
+    if (!due || stopped) return opts.onCheck?.({ startedAt, checkpointed: false });
     await pg.exec('checkpoint');
     last = Date.now();
     quietAt = (await pg.query<{ insert: string }>('select pg_current_wal_insert_lsn()::text as insert')).rows[0].insert;
+    opts.onCheck?.({ startedAt, checkpointed: true });
   };
 
   const timer = setInterval(() => {

@@ -25,6 +25,25 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 20_000): Pro
   }
 }
 
+/** Collects the checker's reports; `next(pred)` resolves at the first report from now on that satisfies pred. */
+function checkLog() {
+  const waiters: Array<{ pred: (c: Check) => boolean; resolve: () => void }> = [];
+  return {
+    onCheck(c: Check) {
+      for (const w of [...waiters]) {
+        if (w.pred(c)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve();
+        }
+      }
+    },
+    next(pred: (c: Check) => boolean = () => true): Promise<void> {
+      return new Promise((resolve) => waiters.push({ pred, resolve }));
+    },
+  };
+}
+type Check = { startedAt: number; checkpointed: boolean };
+
 const segments = (dir: string) => readdirSync(join(dir, 'pg_wal')).filter((f) => /^[0-9A-F]{24}$/.test(f)).length;
 
 describe('PGlite checkpoints', () => {
@@ -35,7 +54,8 @@ describe('PGlite checkpoints', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('checkpoints once walBytes were written, so pg_wal stops growing and its segments are reused', async () => {
-    const db = await openPglite(join(dir, 'by-wal'), { checkpoints: { walBytes: 16 * MiB, checkEveryMs: 10 } });
+    const checks = checkLog();
+    const db = await openPglite(join(dir, 'by-wal'), { checkpoints: { walBytes: 16 * MiB, checkEveryMs: 10, onCheck: checks.onCheck } });
     try {
       await db.exec('create table t (n int, pad text)');
       const first = await redo(db);
@@ -43,7 +63,7 @@ describe('PGlite checkpoints', () => {
       let most = 0;
       for (let round = 0; round < 20; round++) {
         await db.query(`insert into t select g, repeat('x', 1000) from generate_series(1, 8000) g`);
-        await sleep(30); // a check runs between rounds, as it would between capture groups
+        await checks.next(); // a check runs between rounds, as it would between capture groups
         most = Math.max(most, segments(join(dir, 'by-wal')));
       }
       assert.notEqual(await redo(db), first, 'a checkpoint moved the redo point');
@@ -60,14 +80,17 @@ describe('PGlite checkpoints', () => {
   });
 
   it('checkpoints after intervalMs when anything was written, and not again while nothing is', async () => {
-    const db = await openPglite(join(dir, 'by-time'), { checkpoints: { intervalMs: 100, checkEveryMs: 10 } });
+    const checks = checkLog();
+    const db = await openPglite(join(dir, 'by-time'), { checkpoints: { intervalMs: 100, checkEveryMs: 10, onCheck: checks.onCheck } });
     try {
       await db.exec('create table t (n int)');
       const before = await redo(db);
       await db.query('insert into t values (1)');
       await until('a timed checkpoint', async () => (await redo(db)) !== before);
       const quiet = await redo(db);
-      await sleep(400); // four intervals with nothing written
+      const quietSince = Date.now();
+      // the checker looked again once a whole interval had passed with nothing written, and let it be
+      await checks.next((c) => c.startedAt >= quietSince + 100 && !c.checkpointed);
       assert.equal(await redo(db), quiet, 'no checkpoint without writes');
       await db.query('insert into t values (2)');
       await until('the next timed checkpoint', async () => (await redo(db)) !== quiet);
@@ -83,6 +106,8 @@ describe('PGlite checkpoints', () => {
     await db.exec('create table t (n int)');
     for (let i = 0; i < 20; i++) await db.query('insert into t values ($1)', [i]);
     await db.close();
+    // "Nothing runs after close" has no event to wait for: this sleep gives a
+    // stray timer (it would fire every 1 ms) fifty chances to show itself.
     await sleep(50);
     assert.deepEqual(errors, []);
     const again = await openPglite(path);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
-import { closedPort, type Reply } from '../helpers/https.ts';
+import { closedPort, nxdomainResolver, unacceptedPort, type Reply } from '../helpers/https.ts';
 import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
 
 // A long first retry delay: a retried delivery stays visibly pending for the whole test.
@@ -33,6 +33,25 @@ describe('failure modes', () => {
     assert.equal(delivery.status, 'pending');
     assert.equal(delivery.attempt_count, 1);
     assert.ok(delivery.next_attempt_at.getTime() > delivery.last_attempt_at!.getTime() + 590_000, 'next attempt follows the schedule');
+  });
+
+  it('retries a destination whose connection is not completed within the connect timeout (connect_timeout)', async (tt) => {
+    const unaccepted = await unacceptedPort();
+    tt.after(() => unaccepted.close());
+    const { delivery, attempt } = await forwardOnce(`https://127.0.0.1:${unaccepted.port}/`, {}, { transport: { connectTimeoutMs: 300 } });
+    assert.equal(attempt.error_class, 'connect_timeout', attempt.error_message ?? '');
+    assert.equal(attempt.status_code, null);
+    assert.equal(delivery.status, 'pending');
+  });
+
+  it('retries a destination whose name resolves nowhere (dns_error)', async (tt) => {
+    // a name under .invalid (RFC 6761), asked of a loopback DNS server that answers NXDOMAIN
+    const dns = await nxdomainResolver();
+    tt.after(() => dns.close());
+    const { delivery, attempt } = await forwardOnce('https://weir-test.invalid/hook', {}, { transport: { allowPrivate: false, resolver: dns.resolver } });
+    assert.equal(attempt.error_class, 'dns_error', attempt.error_message ?? '');
+    assert.ok(dns.queries.includes('weir-test.invalid'), `the name was looked up: ${dns.queries.join(', ')}`);
+    assert.equal(delivery.status, 'pending');
   });
 
   it('retries a destination that does not answer within the timeout', async () => {

@@ -97,6 +97,8 @@ describe('validation: 400 bad_request, and a refused request changes nothing', (
     ['forward_url without host', { name: 'a', forward_url: 'https://' }],
     ['forward_url with spaces', { name: 'a', forward_url: 'https://exa mple.com/' }],
     ['forward_url not a string', { name: 'a', forward_url: true }],
+    ['forward_url with user:password', { name: 'a', forward_url: 'https://user:secret@example.com/hook' }],
+    ['forward_url with a user name only', { name: 'a', forward_url: 'https://user@example.com/hook' }],
     ['unknown field', { name: 'a', colour: 'red' }],
     ['slug given', { name: 'a', slug: 'aaaaaaaaaaaaaaaa' }],
     ['paused on create', { name: 'a', paused: true }],
@@ -127,12 +129,20 @@ describe('validation: 400 bad_request, and a refused request changes nothing', (
     ['empty name', { name: '' }],
     ['101-character name', { name: 'n'.repeat(101) }],
     ['http:// forward_url', { forward_url: 'http://example.com' }],
+    ['forward_url with user:password', { forward_url: 'https://user:secret@example.com/hook' }],
     ['slug (immutable)', { slug: 'bbbbbbbbbbbbbbbb' }],
     ['id', { id: '00000000-0000-7000-8000-000000000000' }],
     ['created_by', { created_by: null }],
     ['a valid field next to an invalid one', { name: 'changed', forward_url: 'http://x' }],
     ['a valid field next to an unknown one', { name: 'changed', extra: 1 }],
   ];
+  test('says why a forward_url with credentials is refused', async () => {
+    const s = await seedOrg(t.db);
+    const r = await call(t.app, 'POST', '/v1/endpoints', { key: s.key, body: { name: 'a', forward_url: 'https://user:secret@example.com/hook' } });
+    assert.equal(r.status, 400);
+    assert.match(r.json.error.message, /forward_url.*must not carry credentials/);
+  });
+
   for (const [what, body] of badPatches) {
     test(`PATCH refuses ${what}`, async () => {
       const s = await seedOrg(t.db);

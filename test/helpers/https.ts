@@ -179,3 +179,100 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => s.close(() => resolve()));
   return port;
 }
+
+/**
+ * A loopback port whose connections are never accepted and, once its
+ * accept queue is full, never even completed: a child process listens with
+ * a backlog of 1 (0 would mean the default) and blocks its event loop, so it never calls accept(); the
+ * kernel queues the first connection(s) and then drops further SYNs, and a
+ * client's connect waits until its own connect timeout. Fillers are opened
+ * until one stays unconnected, which proves the queue is full.
+ */
+export async function unacceptedPort(): Promise<{ port: number; close(): void }> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const s = require('node:net').createServer();
+       s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
+         require('node:fs').writeSync(1, s.address().port + '\\n');
+         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+       });`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) resolve(Number(out.trim()));
+    });
+    child.once('exit', (code) => reject(new Error(`the unaccepting listener exited with ${code}`)));
+  });
+  const fillers: net.Socket[] = [];
+  const close = () => {
+    for (const s of fillers) s.destroy();
+    child.kill('SIGKILL');
+  };
+  try {
+    for (let i = 0; i < 64; i++) {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      fillers.push(s);
+      const connected = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 500);
+        s.once('connect', () => (clearTimeout(timer), resolve(true)));
+      });
+      if (!connected) return { port, close };
+    }
+  } catch (err) {
+    close();
+    throw err;
+  }
+  close();
+  throw new Error('the accept queue never filled up: 64 connections completed');
+}
+
+/**
+ * A DNS server on loopback (UDP) that answers every question NXDOMAIN, and a
+ * resolver using only it: a real lookup that fails the way a name that
+ * exists nowhere fails, without any query leaving the machine (the system
+ * resolver would ask the configured name servers).
+ */
+export async function nxdomainResolver(): Promise<{ resolver: (hostname: string) => Promise<Array<{ address: string; family: number }>>; queries: string[]; close(): Promise<void> }> {
+  const dgram = await import('node:dgram');
+  const { Resolver } = await import('node:dns/promises');
+  const queries: string[] = [];
+  const server = dgram.createSocket('udp4');
+  server.on('message', (msg, peer) => {
+    if (msg.length < 12) return;
+    // the question's name, for the test to see what was asked
+    const labels: string[] = [];
+    for (let o = 12; o < msg.length && msg[o] !== 0; o += msg[o] + 1) labels.push(msg.subarray(o + 1, o + 1 + msg[o]).toString());
+    queries.push(labels.join('.'));
+    const answer = Buffer.from(msg);
+    answer.writeUInt16BE(0x8183, 2); // response, recursion desired and available, NXDOMAIN
+    answer.writeUInt16BE(0, 6); // no answers
+    answer.writeUInt16BE(0, 8);
+    answer.writeUInt16BE(0, 10); // and no additional records (drops an EDNS OPT record of the query)
+    const questionEnd = 12 + labels.reduce((n, l) => n + l.length + 1, 0) + 1 + 4;
+    server.send(answer.subarray(0, questionEnd), peer.port, peer.address);
+  });
+  await new Promise<void>((resolve) => server.bind(0, '127.0.0.1', resolve));
+  const dns = new Resolver({ timeout: 2_000, tries: 1 });
+  dns.setServers([`127.0.0.1:${server.address().port}`]);
+  return {
+    queries,
+    async resolver(hostname) {
+      const [v4, v6] = await Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)]);
+      const found = [
+        ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+        ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+      ];
+      if (found.length === 0) throw v4.status === 'rejected' ? v4.reason : new Error(`${hostname} has no addresses`);
+      return found;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -63,8 +63,6 @@ describe('closing the app', () => {
 
     let closed = false;
     const closing = p.close().then(() => (closed = true));
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(closed, false, 'close waits for the in-flight request');
     await assert.rejects(fetch(`http://127.0.0.1:${port}/v1/me`, { headers: { authorization: `Bearer ${key}` } }), 'no new connections');
 
     late.write(`Authorization: Bearer ${key}\r\n\r\n`);
@@ -72,6 +70,8 @@ describe('closing the app', () => {
     assert.match(lateAnswer, /^HTTP\/1\.1 503 /);
     assert.match(lateAnswer, /connection: close/i);
     assertErrorEnvelope({ status: 503, json: JSON.parse(lateAnswer.slice(lateAnswer.indexOf('\r\n\r\n') + 4)) }, 503, 'service_unavailable');
+    // the shutdown has refused a connection and answered a late request: it is well under way, and still waits
+    assert.equal(closed, false, 'close waits for the in-flight request');
 
     release();
     const slowAnswer = await slow.answer;
@@ -102,11 +102,14 @@ describe('weir serve on SIGTERM', () => {
       `POST /v1/api-keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n` +
         body.slice(0, 5),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Fastify logs the request once its headers are in: the request is in flight
+    await waitFor(() => /"url":"\/v1\/api-keys"[^\n]*"msg":"incoming request"/.test(weir.stdout()), 'the request to be in flight');
 
     const exit = new Promise<number | null>((r) => weir.child.once('exit', (code) => r(code)));
     weir.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(() => weir.stdout().includes('shutting down: draining in-flight requests'), 'the shutdown to start');
+    // No event says "has not exited": the proof is the 201 below, which an
+    // exit before the body's end could not have sent.
     assert.equal(weir.child.exitCode, null, 'still running while a request is in flight');
 
     socket.write(body.slice(5));
@@ -117,3 +120,11 @@ describe('weir serve on SIGTERM', () => {
     assert.match(weir.stdout(), /shutting down: draining in-flight requests/);
   });
 });
+
+async function waitFor(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

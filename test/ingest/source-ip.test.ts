@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { normalizeIp, sourceAddress, trustedProxies } from '../../src/ingest/source-ip.ts';
+import { freshStore, http, startWeirProcess } from '../helpers/weir-process.ts';
 
 const proxies = trustedProxies(['127.0.0.1', '10.0.0.0/8', 'fd00::/8']);
 
@@ -35,4 +36,26 @@ test('a chain made only of trusted proxies gives its leftmost hop', () => {
 test('normalizeIp leaves other addresses alone', () => {
   assert.equal(normalizeIp('::1'), '::1');
   assert.equal(normalizeIp('::ffff:10.0.0.1'), '10.0.0.1');
+});
+
+test('weir serve reads WEIR_TRUSTED_PROXIES into its ingest listener: a capture through a trusted proxy keeps the client address', { timeout: 120_000 }, async (t) => {
+  const store = await freshStore();
+  t.after(() => store.drop());
+  // the test's own connections come from 127.0.0.1: this node treats that peer as its load balancer
+  const weir = await startWeirProcess({ ...store.env, WEIR_TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/8' });
+  t.after(() => weir.stop());
+  const key = weir.bootstrapKey;
+  const endpoint = await http(weir.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'behind a proxy' } });
+  assert.equal(endpoint.status, 201);
+  const sent = await fetch(`http://127.0.0.1:${weir.ingestPort}/h/${endpoint.json.data.slug}`, {
+    method: 'POST',
+    // what the client wrote, then the client as the outer proxy saw it, then an inner trusted proxy
+    headers: { 'x-forwarded-for': '192.0.2.66, 203.0.113.7, 10.1.2.3' },
+    body: '{}',
+  });
+  assert.equal(sent.status, 200);
+  const { request_id } = (await sent.json()) as { request_id: string };
+  const stored = await http(weir.base, 'GET', `/v1/requests/${request_id}`, { token: key });
+  assert.equal(stored.status, 200);
+  assert.equal(stored.json.data.source_ip, '203.0.113.7');
 });
