@@ -4,6 +4,7 @@ import { urlHost, type Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { openDb } from './db/open.ts';
+import { releaseOrphanedLeases } from './delivery/claim.ts';
 import { startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
 import { startIngest } from './ingest/server.ts';
@@ -38,6 +39,12 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
     const bootstrap = await bootstrapIfEmpty(db, config.region);
+    if (db.kind === 'pglite') {
+      // The data-directory lock proves no other process uses this database:
+      // deliveries still leased were held by a process that died.
+      const orphaned = await releaseOrphanedLeases(db);
+      if (orphaned > 0) logger.warn({ count: orphaned }, 'forwarding again the deliveries a previous process died holding');
+    }
     // Capture partitions for the coming days exist before ingestion opens;
     // retention sweeps then run in the background (src/requests/retention.ts).
     const maintenance = await startCaptureMaintenance({ db, config, logger });

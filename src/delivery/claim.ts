@@ -217,3 +217,22 @@ export async function nextDueAt(db: Queryable, destinationType: DestinationType)
   if (!r?.at) return null;
   return new Date(r.at).getTime() - (new Date(r.db_now).getTime() - Date.now());
 }
+
+/**
+ * Gives back every lease, whoever holds it: only for a database no other
+ * process can be using (PGlite behind its data-directory lock), at start,
+ * before this process claims anything. Leases found then were held by a
+ * process that died (kill -9, a crash, a power cut), and its forwards go
+ * again at once instead of after the lease expires.
+ */
+export async function releaseOrphanedLeases(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(
+    `update deliveries
+        set status = 'pending', next_attempt_at = now(), paced_slot = null,
+            lease_until = null, leased_by = null, lease_id = null,
+            last_error = 'the process holding it died before recording an outcome', updated_at = now()
+      where status = 'in_flight'`,
+  );
+  return rowCount;
+}
+
