@@ -182,14 +182,15 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
  * twice, and why every forward carries a stable webhook-id. A paced
  * delivery gives up its slot and takes a new one, keeping the spacing.
  */
-export async function requeueExpiredLeases(db: Queryable): Promise<number> {
+export async function requeueExpiredLeases(db: Queryable, opts: { everyLease?: boolean } = {}): Promise<number> {
   const { rowCount } = await db.query(
     `update deliveries
         set status = 'pending', next_attempt_at = now(), paced_slot = null,
             lease_until = null, leased_by = null, lease_id = null,
             last_error = 'lease expired: the worker stopped before recording an outcome', updated_at = now()
-      where id in (select id from deliveries where status = 'in_flight' and lease_until < now()
+      where id in (select id from deliveries where status = 'in_flight' and ($1::boolean or lease_until < now())
                     for update skip locked)`,
+    [opts.everyLease ?? false],
   );
   return rowCount;
 }
@@ -225,14 +226,6 @@ export async function nextDueAt(db: Queryable, destinationType: DestinationType)
  * process that died (kill -9, a crash, a power cut), and its forwards go
  * again at once instead of after the lease expires.
  */
-export async function releaseOrphanedLeases(db: Queryable): Promise<number> {
-  const { rowCount } = await db.query(
-    `update deliveries
-        set status = 'pending', next_attempt_at = now(), paced_slot = null,
-            lease_until = null, leased_by = null, lease_id = null,
-            last_error = 'the process holding it died before recording an outcome', updated_at = now()
-      where status = 'in_flight'`,
-  );
-  return rowCount;
+export function releaseOrphanedLeases(db: Queryable): Promise<number> {
+  return requeueExpiredLeases(db, { everyLease: true });
 }
-

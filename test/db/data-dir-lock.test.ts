@@ -51,35 +51,36 @@ function owner(dir: string): { pid: number } {
 }
 
 describe('data-directory lock', () => {
-  it('takes over a record whose pid is now an unrelated live process (pid reused: another start time)', async () => {
-    const dir = freshDir();
-    const pid = await unrelatedProcess();
-    writeLock(dir, JSON.stringify({ pid, host: hostname(), boot_id: systemProbe.bootId(), start: '1', command: 'node bin/weir.mjs serve' }));
-    const taken: string[] = [];
-    const lock = await lockDataDir(dir, { waitMs: 0, onTakeover: (m) => taken.push(m) });
-    assert.equal(owner(dir).pid, process.pid);
-    assert.match(taken.join(), new RegExp(`pid ${pid} is now another process`));
-    lock.release();
-    assert.equal(existsSync(join(dir, LOCK_FILE)), false, 'released: the file is gone');
-  });
-
-  it('takes over a pid-only lock (the old format) whose pid belongs to a process started after it was written, as after a reboot', async () => {
-    const dir = freshDir();
-    const pid = await unrelatedProcess();
-    writeLock(dir, String(pid), 3600_000);
-    const lock = await lockDataDir(dir, { waitMs: 0 });
-    assert.equal(owner(dir).pid, process.pid);
-    lock.release();
-  });
-
-  it('takes over a record written before the machine last booted, even if its pid and start time match a live process', async () => {
-    const dir = freshDir();
-    const pid = await unrelatedProcess();
-    writeLock(dir, recordOf(pid, systemProbe, { boot_id: 'a-previous-boot' }));
-    const lock = await lockDataDir(dir, { waitMs: 0 });
-    assert.equal(owner(dir).pid, process.pid);
-    lock.release();
-  });
+  const staleLocks: Array<[string, (pid: number) => { content: string; ageMs?: number }, RegExp]> = [
+    [
+      'a record whose pid is now an unrelated live process (pid reused: another start time)',
+      (pid) => ({ content: JSON.stringify({ pid, host: hostname(), boot_id: systemProbe.bootId(), start: '1', command: 'node bin/weir.mjs serve' }) }),
+      /is now another process/,
+    ],
+    [
+      'a pid-only lock (the old format) whose pid belongs to a process started after it was written, as after a reboot',
+      (pid) => ({ content: String(pid), ageMs: 3600_000 }),
+      /started after the lock was written/,
+    ],
+    [
+      'a record written before the machine last booted, even if its pid and start time match a live process',
+      (pid) => ({ content: recordOf(pid, systemProbe, { boot_id: 'a-previous-boot' }) }),
+      /before the machine last booted/,
+    ],
+  ];
+  for (const [what, lockOf, why] of staleLocks) {
+    it(`takes over ${what}`, async () => {
+      const dir = freshDir();
+      const { content, ageMs } = lockOf(await unrelatedProcess());
+      writeLock(dir, content, ageMs);
+      const taken: string[] = [];
+      const lock = await lockDataDir(dir, { waitMs: 0, onTakeover: (m) => taken.push(m) });
+      assert.equal(owner(dir).pid, process.pid);
+      assert.match(taken.join(), why);
+      lock.release();
+      assert.equal(existsSync(join(dir, LOCK_FILE)), false, 'released: the file is gone');
+    });
+  }
 
   it('refuses while the owner lives, naming its pid and command line and saying how to recover', async () => {
     const dir = freshDir();
