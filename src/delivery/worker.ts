@@ -26,7 +26,7 @@ export interface WorkerOptions {
   agentIds?: () => readonly string[];
   /** Called after each recorded outcome (tests and benchmarks observe through it). */
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
-  /** Called each time the loop goes to sleep with nothing to claim, with the epoch ms it would sleep until (tests wait for idleness through it). */
+  /** Called each time the loop goes to sleep, with the epoch ms it sleeps until unless woken (tests wait for idleness through it). */
   onIdle?: (until: number) => void;
 }
 
