@@ -10,7 +10,7 @@ export async function openDb(config: Config, log: (msg: string, err?: unknown) =
   if (config.databaseUrl) return openPostgres(config.databaseUrl, { poolSize: config.dbPoolSize, log });
   const release = lockDataDir(config.dataDir);
   try {
-    const db = await openPglite(config.dataDir, { checkpoints: { onError: (err) => log('PGlite checkpoint failed; retrying', err) } });
+    const db = await openPglite(config.dataDir, { fsync: config.pgliteFsync, checkpoints: { onError: (err) => log('PGlite checkpoint failed; retrying', err) } });
     const close = db.close;
     return {
       ...db,

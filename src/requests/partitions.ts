@@ -74,6 +74,10 @@ export async function maintainPartitions(db: Db, now: number, keepDays: number, 
       );
       if (rows.length > 0) return 'rows for this day are in the default partition';
       await tx.exec(`create table if not exists ${name} partition of captured_requests for values from ('${from}') to ('${to}')`);
+      // Statistics of an empty table (0 rows, 0 pages) make the planner size
+      // it by its real pages from the start, instead of assuming 10 pages
+      // until the first analyze (src/db/table-maintenance.ts does that one).
+      await tx.exec(`analyze ${name}`);
       return undefined;
     });
     if (outcome === undefined) report.created.push(name);
