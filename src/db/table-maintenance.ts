@@ -54,12 +54,6 @@ export interface TableStats {
   ident: string;
   name: string;
   partition: boolean;
-  /**
-   * The quoted columns worth statistics: all but bytea and json(b), which no
-   * estimate of Weir's queries uses and which are the costliest to sample
-   * (a capture partition analyzes in a third of the time without them).
-   */
-  columns: string | null;
   /** reltuples: -1 until the first vacuum or analyze. */
   tuples: number;
   modified: number;
@@ -84,9 +78,6 @@ const STATS_SQL = `
          c.reltuples::float8 as tuples, s.n_mod_since_analyze::float8 as modified, s.n_dead_tup::float8 as dead,
          (s.last_analyze is not null or s.last_autoanalyze is not null) as analyzed,
          age(c.relfrozenxid)::float8 as xid_age,
-         (select string_agg(quote_ident(a.attname), ', ' order by a.attnum) from pg_attribute a
-           where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
-             and a.atttypid not in ('bytea'::regtype, 'jsonb'::regtype, 'json'::regtype)) as columns,
          coalesce($1::boolean, current_setting('autovacuum')::boolean and current_setting('track_counts')::boolean)
            and not exists (select 1 from unnest(c.reloptions) o where o ~* '^autovacuum_enabled=(false|off|no|0)$') as autovacuum
     from pg_stat_user_tables s join pg_class c on c.oid = s.relid
@@ -143,8 +134,10 @@ export async function maintainTables(conn: Queryable, o: TableMaintenanceOptions
     if (stopping()) break;
     const work = dueWork(t, o);
     if (!work) continue;
-    const target = t.columns ? `${t.ident} (${t.columns})` : t.ident;
-    const sql = work.action === 'analyze' ? `analyze ${target}` : work.action === 'vacuum' ? `vacuum (truncate false) ${t.ident}` : `vacuum (analyze, truncate false) ${target}`;
+    // No column lists: ANALYZE of some columns leaves n_mod_since_analyze
+    // as it was, so the table would stay due. Columns not worth statistics
+    // carry a statistics target of 0 instead (migration 0008).
+    const sql = work.action === 'analyze' ? `analyze ${t.ident}` : `vacuum (analyze ${work.action === 'vacuum analyze'}, truncate false) ${t.ident}`;
     const started = performance.now();
     await conn.exec(sql);
     steps.push({ table: t.name, ...work, ms: Math.round((performance.now() - started) * 10) / 10 });
