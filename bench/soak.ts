@@ -61,8 +61,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const receiver = fork(new URL('./forward-receiver.ts', import.meta.url), { execArgv: ['--import', 'tsx'] });
-// an interrupted soak must not leave its receiver running
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (receiver.kill(), process.exit(1)));
+// An interrupted soak prints what it sampled so far (a run cut short by a
+// deadline still says something) and leaves no receiver running.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    summarize(`interrupted by ${signal} at ${ids.length} captures`);
+    receiver.kill();
+    process.exit(1);
+  });
+}
 const port = await new Promise<number>((resolve) => receiver.once('message', (m: any) => resolve(m.port)));
 /** Empties the receiver's memory of arrivals (a million would not fit an IPC message). */
 const drainReceiver = () =>
@@ -243,30 +250,39 @@ const seconds = (performance.now() - started) / 1000;
 await worker.stop();
 await maintenance.stop();
 
-const tenth = Math.max(1, Math.floor(samples.length / 10));
-const ratio = (key: keyof Sample) => {
-  const first = median(samples.slice(0, tenth).map((s) => s[key]));
-  const last = median(samples.slice(-tenth).map((s) => s[key]));
-  return { first, last, ratio: last / first };
-};
-console.log(`\n${ids.length} captures forwarded in ${seconds.toFixed(0)} s (${(ids.length / seconds).toFixed(0)}/s); last tenth ÷ first tenth of ${samples.length} samples (medians of ${tenth}):`);
-for (const [label, key, unit] of [
-  ['capture page, newest', 'newestMs', 'ms'],
-  ['capture page, 1,000 pages deep', 'deepMs', 'ms'],
-  ['delivery claim of 32', 'claimMs', 'ms'],
-  ['pages the claim reads', 'claimPages', ''],
-  ['database bytes per capture', 'bytesPerCapture', 'B'],
-  ['deliveries dead rows', 'deadDeliveries', ''],
-  ['slowest capture group', 'worstGroupMs', 'ms'],
-  ['longest wait of a select 1', 'worstWaitMs', 'ms'],
-] as const) {
-  const r = ratio(key);
-  console.log(`  ${label.padEnd(32)} ${r.first.toFixed(2)} → ${r.last.toFixed(2)} ${unit}: ratio ${r.ratio.toFixed(2)}`);
-}
-const longest = [...steps].sort((a, b) => b.ms - a.ms).slice(0, 5);
-console.log(`table maintenance: ${steps.length} steps; longest ${longest.map((s) => `${s.action} ${s.table} ${s.ms} ms`).join(', ') || 'none'}`);
+summarize(`${ids.length} captures forwarded in ${seconds.toFixed(0)} s (${(ids.length / seconds).toFixed(0)}/s)`);
 
 receiver.send('exit');
 await http.close();
 await db.close();
 await cleanup();
+
+/** Prints each measure's last tenth ÷ first tenth, and the longest maintenance steps. */
+function summarize(headline: string): void {
+  const tenth = Math.max(1, Math.floor(samples.length / 10));
+  const ratio = (key: keyof Sample) => {
+    const first = median(samples.slice(0, tenth).map((s) => s[key]));
+    const last = median(samples.slice(-tenth).map((s) => s[key]));
+    return { first, last, ratio: last / first };
+  };
+  if (samples.length === 0) {
+    console.log(`\n${headline}: no samples yet`);
+    return;
+  }
+  console.log(`\n${headline}; last tenth ÷ first tenth of ${samples.length} samples (medians of ${tenth}):`);
+  for (const [label, key, unit] of [
+    ['capture page, newest', 'newestMs', 'ms'],
+    ['capture page, 1,000 pages deep', 'deepMs', 'ms'],
+    ['delivery claim of 32', 'claimMs', 'ms'],
+    ['pages the claim reads', 'claimPages', ''],
+    ['database bytes per capture', 'bytesPerCapture', 'B'],
+    ['deliveries dead rows', 'deadDeliveries', ''],
+    ['slowest capture group', 'worstGroupMs', 'ms'],
+    ['longest wait of a select 1', 'worstWaitMs', 'ms'],
+  ] as const) {
+    const r = ratio(key);
+    console.log(`  ${label.padEnd(32)} ${r.first.toFixed(2)} → ${r.last.toFixed(2)} ${unit}: ratio ${r.ratio.toFixed(2)}`);
+  }
+  const longest = [...steps].sort((a, b) => b.ms - a.ms).slice(0, 5);
+  console.log(`table maintenance: ${steps.length} steps; longest ${longest.map((s) => `${s.action} ${s.table} ${s.ms} ms`).join(', ') || 'none'}`);
+}
