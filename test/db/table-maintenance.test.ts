@@ -4,10 +4,10 @@ import type { Db } from '../../src/db/db.ts';
 import { FIRST_ANALYZE_ROWS, startTableMaintenance, TABLE_MAINTENANCE_LOCK_KEY, type MaintenanceStep, type TableMaintenanceOptions } from '../../src/db/table-maintenance.ts';
 import { createEndpoint } from '../../src/endpoints/endpoints.ts';
 import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
-import { dayStart, DAY_MS, listPartitions, maintainPartitions, partitionName } from '../../src/requests/partitions.ts';
+import { dayStart, DAY_MS, maintainPartitions, partitionName } from '../../src/requests/partitions.ts';
 import { seedOrg } from '../helpers/app.ts';
 import { bulkCaptures, bulkDeliveries, flushed } from '../helpers/bulk.ts';
-import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
+import { onPostgres, openTestDb, resetWithoutPartitions, type TestDb } from '../helpers/db.ts';
 
 // PGlite has no autovacuum and no auto-analyze (src/db/table-maintenance.ts);
 // on PostgreSQL autovacuum reaches fresh partitions late. These run Weir's
@@ -19,8 +19,7 @@ before(async () => {
   t = await openTestDb();
 });
 beforeEach(async () => {
-  await t.reset();
-  for (const p of await listPartitions(t.db)) await t.db.exec(`drop table ${p.name}`);
+  await resetWithoutPartitions(t);
   // reset() keeps table options; a test that kept autovacuum out of deliveries lets it back in
   await t.db.exec('alter table deliveries reset (autovacuum_enabled)');
 });
