@@ -23,6 +23,10 @@ export interface Config {
   logLevel: string;
   dbPoolSize: number;
   captureBatchMs: number;
+  /** PGlite flushes each commit to disk (WEIR_PGLITE_FSYNC; src/db/pglite-fsync.ts). */
+  pgliteFsync: boolean;
+  /** Weir's own analyze and vacuum (WEIR_DB_MAINTENANCE; src/db/table-maintenance.ts). */
+  dbMaintenance: 'auto' | 'all' | 'off';
   /** Forwarding engine settings (docs/forwarding.md). */
   forwardTimeoutMs: number;
   forwardConnectTimeoutMs: number;
@@ -139,6 +143,12 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('WEIR_TRUSTED_PROXIES', `must be a comma-separated list of IP addresses or CIDR ranges, got "${p}"`);
     }
   }
+  const fsync = str(env, 'WEIR_PGLITE_FSYNC');
+  if (fsync !== undefined && fsync !== '0' && fsync !== '1') throw new ConfigError('WEIR_PGLITE_FSYNC', `must be 1 or 0, got "${fsync}"`);
+  const dbMaintenance = str(env, 'WEIR_DB_MAINTENANCE') ?? 'auto';
+  if (dbMaintenance !== 'auto' && dbMaintenance !== 'all' && dbMaintenance !== 'off') {
+    throw new ConfigError('WEIR_DB_MAINTENANCE', `must be auto, all or off, got "${dbMaintenance}"`);
+  }
   const logLevel = str(env, 'WEIR_LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('WEIR_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const dataDir = resolve(str(env, 'WEIR_DATA_DIR') ?? './data');
@@ -166,6 +176,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     dbPoolSize: boundedInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
     captureBatchMs: boundedInt(env, 'WEIR_CAPTURE_BATCH_MS', 0, 1000, 0),
+    pgliteFsync: fsync === '1',
+    dbMaintenance,
     ...deliverySettings(env),
   };
 }

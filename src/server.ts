@@ -10,6 +10,7 @@ import { buildApp, type AppDeps } from './http/app.ts';
 import { startIngest } from './ingest/server.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
+import { startTableMaintenance } from './db/table-maintenance.ts';
 import { routeModules } from './routes.ts';
 
 export interface RunningWeir {
@@ -49,6 +50,9 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     // retention sweeps then run in the background (src/requests/retention.ts).
     const maintenance = await startCaptureMaintenance({ db, config, logger });
     started.push(() => maintenance.stop());
+    // statistics and vacuum, which PGlite never does on its own (src/db/table-maintenance.ts)
+    const tables = config.dbMaintenance === 'off' ? undefined : await startTableMaintenance(db, logger, { autovacuum: config.dbMaintenance === 'all' ? false : undefined });
+    started.push(async () => tables?.stop());
     const authenticator = new Authenticator(db);
     await authenticator.start();
     started.push(() => authenticator.stop());
@@ -83,6 +87,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();
           await maintenance.stop();
+          await tables?.stop();
           await authenticator.stop();
           await db.close();
         })();

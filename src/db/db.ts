@@ -28,6 +28,12 @@ export interface Db extends Queryable {
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
+   * Runs fn on one connection, outside any transaction: for statements that
+   * refuse a transaction block (VACUUM) under a session-level advisory lock.
+   * PGlite has one connection, so there it is the database itself.
+   */
+  session<T>(fn: (conn: Queryable) => Promise<T>): Promise<T>;
+  /**
    * Subscribes to a NOTIFY channel. `onReconnect` runs after the listening
    * connection was lost and re-established, because notifications sent while
    * it was down are gone: callers drop caches or re-scan instead.

@@ -10,7 +10,7 @@ export async function openDb(config: Config, log: (msg: string, err?: unknown) =
   const lock = await lockDataDir(config.dataDir, { onLost: (msg) => log(msg), onTakeover: (msg) => log(msg) });
   const release = () => lock.release();
   try {
-    const db = await openPglite(config.dataDir, { checkpoints: { onError: (err) => log('PGlite checkpoint failed; retrying', err) } });
+    const db = await openPglite(config.dataDir, { fsync: config.pgliteFsync, checkpoints: { onError: (err) => log('PGlite checkpoint failed; retrying', err) } });
     const close = db.close;
     return {
       ...db,

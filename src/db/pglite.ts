@@ -2,6 +2,7 @@ import { parse, PGlite, protocol } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
 import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
 import { startCheckpoints, type CheckpointOptions } from './pglite-checkpoints.ts';
+import { enableNodeFsync, pgliteStartParams } from './pglite-fsync.ts';
 
 const BYTEA = 17;
 
@@ -117,15 +118,19 @@ export function bindAndExecute(statement: string, values: readonly (string | Uin
  * dataDir is undefined. One process owns the folder: PGlite has a single
  * connection, so queries and transactions run one after another.
  */
-export async function openPglite(dataDir?: string, opts: { checkpoints?: CheckpointOptions } = {}): Promise<Db> {
+export async function openPglite(dataDir?: string, opts: { checkpoints?: CheckpointOptions; fsync?: boolean } = {}): Promise<Db> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pg = await PGlite.create(dataDir ? { dataDir } : {});
+  // fsync: commits survive power loss, not only a crash of the process (src/db/pglite-fsync.ts)
+  const durable = Boolean(opts.fsync && dataDir);
+  const pg = await PGlite.create(dataDir ? { dataDir, startParams: pgliteStartParams(durable) } : {});
+  if (durable) enableNodeFsync(pg);
   const base = wrap(pg, new NamedQueries(pg));
   const checkpoints = startCheckpoints(pg, opts.checkpoints);
   return {
     kind: 'pglite',
     ...base,
     transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    session: (fn) => fn(base),
     async listen(channel, onNotify) {
       // LISTEN in PGlite is in-process: it never disconnects, so onReconnect never runs.
       const unlisten = await pg.listen(channel, onNotify);

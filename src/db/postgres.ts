@@ -200,6 +200,19 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       client.release();
       return result;
     },
+    async session(fn) {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        return await fn(wrap(client));
+      } catch (err) {
+        // A session may hold advisory locks or settings: never hand it back in an unknown state.
+        broken = true;
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
     listen: (channel, onNotify, onReconnect) => listener.add({ channel, onNotify, onReconnect }),
     listening: () => listener.isConnected(),
     async close() {

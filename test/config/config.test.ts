@@ -48,6 +48,8 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: 'soon' }, /integer/],
   ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: '1001' }, /integer 0-1000/],
   ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: '-1' }, /integer 0-1000/],
+  ['WEIR_PGLITE_FSYNC', { WEIR_PGLITE_FSYNC: 'yes' }, /1 or 0/],
+  ['WEIR_DB_MAINTENANCE', { WEIR_DB_MAINTENANCE: 'sometimes' }, /auto, all or off/],
 ];
 
 describe('loadConfig', () => {
@@ -101,6 +103,14 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({}).captureBatchMs, 0);
     assert.equal(loadConfig({ WEIR_CAPTURE_BATCH_MS: '0' }).captureBatchMs, 0);
     assert.equal(loadConfig({ WEIR_CAPTURE_BATCH_MS: '1000' }).captureBatchMs, 1000);
+  });
+
+  it('leaves PGlite without fsync and table maintenance on auto unless asked', () => {
+    assert.equal(loadConfig({}).pgliteFsync, false);
+    assert.equal(loadConfig({ WEIR_PGLITE_FSYNC: '1' }).pgliteFsync, true);
+    assert.equal(loadConfig({}).dbMaintenance, 'auto');
+    assert.equal(loadConfig({ WEIR_DB_MAINTENANCE: 'all' }).dbMaintenance, 'all');
+    assert.equal(loadConfig({ WEIR_DB_MAINTENANCE: 'off' }).dbMaintenance, 'off');
   });
 
   it('treats an empty variable as unset', () => {

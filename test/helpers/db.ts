@@ -4,6 +4,7 @@ import type { Db } from '../../src/db/db.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openPglite } from '../../src/db/pglite.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
+import { listPartitions } from '../../src/requests/partitions.ts';
 
 export interface TestDb {
   db: Db;
@@ -74,4 +75,10 @@ export async function openTestDb(): Promise<TestDb> {
       await drop();
     },
   };
+}
+
+/** reset() and then drop the day partitions of captured_requests, which reset() keeps: a clean slate for partition tests. */
+export async function resetWithoutPartitions(t: TestDb): Promise<void> {
+  await t.reset();
+  for (const p of await listPartitions(t.db)) await t.db.exec(`drop table ${p.name}`);
 }

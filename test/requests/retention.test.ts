@@ -9,18 +9,14 @@ import { getCapture } from '../../src/requests/captures.ts';
 import { dayStart, DAY_MS, listPartitions, maintainPartitions, PARTITION_LOCK_KEY, partitionName } from '../../src/requests/partitions.ts';
 import { startCaptureMaintenance, sweepExpiredCaptures, SWEEP_LOCK_KEY } from '../../src/requests/retention.ts';
 import { seedOrg, testConfig } from '../helpers/app.ts';
-import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
+import { onPostgres, openTestDb, resetWithoutPartitions, type TestDb } from '../helpers/db.ts';
 import { storeCaptures } from './fixtures.ts';
 
 let t: TestDb;
 before(async () => {
   t = await openTestDb();
 });
-beforeEach(async () => {
-  await t.reset();
-  // reset() empties tables but keeps day partitions: drop them for a clean slate.
-  for (const p of await listPartitions(t.db)) await t.db.exec(`drop table ${p.name}`);
-});
+beforeEach(() => resetWithoutPartitions(t));
 after(() => t.close());
 
 const NOW = Date.now();
