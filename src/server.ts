@@ -6,6 +6,7 @@ import { migrate } from './db/migrate.ts';
 import { openDb } from './db/open.ts';
 import { startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
+import { startIncidents } from './incidents/start.ts';
 import { startIngest } from './ingest/server.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
@@ -57,6 +58,9 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
     const delivery = await startDelivery({ db, config, logger });
     started.push(() => delivery.stop());
+    // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
+    const incidents = startIncidents({ db, logger, asnCsv: config.asnDb });
+    started.push(() => incidents.stop());
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
@@ -75,6 +79,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
           await Promise.all([app.close(), ingest.close()]);
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();
+          await incidents.stop();
           await maintenance.stop();
           await authenticator.stop();
           await db.close();

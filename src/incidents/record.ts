@@ -19,7 +19,7 @@
  */
 export const RECORD_OUTCOMES_FOR_INCIDENTS = `
      incident_outcome as (
-       select m.id as delivery_id, m.status, m.organization_id, m.request_id, m.endpoint_id, m.forward_destination_id,
+       select m.id as delivery_id, m.status, m.organization_id, m.request_id, m.request_received_at, m.endpoint_id, m.forward_destination_id,
               m.destination_type, m.agent_id, coalesce(m.url, 'agent://' || m.agent_id::text) as destination_url,
               case when m.forward_destination_id is not null then 'fd:' || m.forward_destination_id::text
                    else 'url:' || coalesce(m.url, m.agent_id::text) end as scope_key,
@@ -28,9 +28,9 @@ export const RECORD_OUTCOMES_FOR_INCIDENTS = `
          from moved m join input i on i.delivery_id = m.id
      ),
      incident_failure as (
-       insert into incident_failures (id, organization_id, delivery_id, request_id, endpoint_id, forward_destination_id, destination_type,
+       insert into incident_failures (id, organization_id, delivery_id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type,
                                       agent_id, scope_key, destination_url, status_code, error_class, error, retry_after_s, failed_at)
-       select attempt_id, organization_id, delivery_id, request_id, endpoint_id, forward_destination_id, destination_type,
+       select attempt_id, organization_id, delivery_id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type,
               agent_id, scope_key, destination_url, status_code, error_class, last_error,
               case when retry_after ~ '^[0-9]{1,9}$' then retry_after::int end, now()
          from incident_outcome

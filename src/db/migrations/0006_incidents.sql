@@ -44,6 +44,8 @@ create table incident_failures (
   incident_id uuid references incidents(id) on delete cascade,
   delivery_id uuid not null,
   request_id uuid not null,
+  -- the capture's partition key, for the replay's delivery
+  request_received_at timestamptz not null,
   endpoint_id uuid not null,
   forward_destination_id uuid,
   destination_type text not null,
