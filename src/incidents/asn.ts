@@ -55,7 +55,7 @@ function ipv4ToNumber(ip: string): number {
 
 /** The top 64 bits of an IPv6 address (IPv4-mapped forms are handled by the caller). */
 function ipv6Top64(ip: string): bigint {
-  let [head, tail] = ip.split('::') as [string, string | undefined];
+  const [head, tail] = ip.split('::') as [string, string | undefined];
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
   if (t.length > 0 && t[t.length - 1].includes('.')) {
