@@ -3,7 +3,6 @@ import { afterEach, describe, it } from 'node:test';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { superviseReplayBatches } from '../../src/incidents/replay.ts';
 import { call, seedOrg, useTestApp } from '../helpers/app.ts';
-import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
 import { startReceiver, type Receiver } from '../helpers/https.ts';
 import { startTestWorker, waitForStatus, waitUntil } from '../delivery/helpers.ts';
 import { correlateAll } from '../../src/incidents/correlate.ts';
