@@ -69,7 +69,7 @@ function presentFailure(f: FailureRow) {
 export async function getIncidentDetail(db: Queryable, organizationId: string, id: string) {
   const incident = await findIncident(db, organizationId, id);
   if (!incident) return undefined;
-  const [failures, updates] = await Promise.all([
+  const [failures, updates, unreplayed] = await Promise.all([
     db.query<FailureRow>(
       `select id, organization_id, request_id, endpoint_id, forward_destination_id, destination_url, status_code, error_class, error,
               failed_at, recovered_at, replayed_at, replay_status_code
@@ -80,9 +80,15 @@ export async function getIncidentDetail(db: Queryable, organizationId: string, i
       `select id, body, is_system, author_id, created_at from incident_updates where incident_id = $1::uuid order by id desc`,
       [incident.id],
     ),
+    db.query<{ n: number }>(
+      `select count(*)::int as n from incident_failures where incident_id = $1::uuid and replay_delivery_id is null and recovered_at is null`,
+      [incident.id],
+    ),
   ]);
   return {
     ...presentIncident(incident),
+    // what POST .../replay would queue at most (the dashboard's duration estimate)
+    unreplayed_count: unreplayed.rows[0].n,
     failures: failures.rows.map(presentFailure),
     updates: updates.rows.map((u) => ({ id: u.id, body: u.body, is_system: u.is_system, author_id: u.author_id, created_at: iso(u.created_at) })),
   };
