@@ -21,14 +21,21 @@ export async function queuePacedBatch(tx: Queryable, batchId: string, requestsPe
 }
 
 /**
+ * When a held delivery is due: never in practice. A date rather than
+ * 'infinity', which drivers do not all turn into a Date, and which the
+ * worker's wake-up timer (min(next_attempt_at)) must be able to read.
+ */
+export const HELD_UNTIL = '9999-01-01T00:00:00Z';
+
+/**
  * Parks a batch's waiting deliveries (pause): due never, their slots given
  * back. What is in flight finishes.
  */
 export async function holdBatch(db: Queryable, batchId: string): Promise<number> {
   const { rowCount } = await db.query(
-    `update deliveries set next_attempt_at = 'infinity', paced_slot = null, updated_at = now()
+    `update deliveries set next_attempt_at = $2, paced_slot = null, updated_at = now()
       where replay_batch_id = $1::uuid and status = 'pending'`,
-    [batchId],
+    [batchId, HELD_UNTIL],
   );
   return rowCount;
 }
@@ -45,11 +52,11 @@ export async function releaseBatch(db: Queryable, batchId: string): Promise<numb
   return rowCount;
 }
 
-/** Ends a batch's waiting deliveries as failed (cancel); returns their ids. In-flight ones finish. */
+/** Ends a batch's waiting deliveries (retries included) as failed (cancel); returns their ids. In-flight ones finish. */
 export async function cancelBatch(db: Queryable, batchId: string): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `update deliveries set status = 'failed', paced_slot = null, last_error = 'the replay batch was cancelled', updated_at = now()
-      where replay_batch_id = $1::uuid and status = 'pending' and attempt_count = 0
+      where replay_batch_id = $1::uuid and status = 'pending'
       returning id`,
     [batchId],
   );

@@ -165,22 +165,24 @@ export async function getReplayBatch(db: Queryable, organizationId: string, id: 
 
 export type BatchChange = { ok: true } | { ok: false; reason: 'not_found' | 'wrong_state'; status?: string };
 
-/** Cancels a running or paused batch: its unsent deliveries end, and their failures count as unreplayed again. */
+/** Cancels a running or paused batch: its waiting deliveries end, and the failures never sent count as unreplayed again. */
 export async function cancelReplayBatch(db: Db, organizationId: string, id: string, memberId: string): Promise<BatchChange> {
   return db.transaction(async (tx) => {
     const b = await findBatch(tx, organizationId, id, true);
     if (!b) return { ok: false, reason: 'not_found' } as const;
     if (b.status !== 'running' && b.status !== 'paused') return { ok: false, reason: 'wrong_state', status: b.status } as const;
     const cancelled = await cancelBatch(tx, b.id);
-    await tx.query(
-      `update incident_failures set replay_batch_id = null, replay_delivery_id = null where replay_delivery_id = any($1::uuid[])`,
+    // a failure whose replay was never sent is unreplayed again; one already tried keeps its replay record
+    const { rowCount: unsent } = await tx.query(
+      `update incident_failures set replay_batch_id = null, replay_delivery_id = null
+        where replay_delivery_id = any($1::uuid[]) and replayed_at is null`,
       [cancelled],
     );
     await tx.query(`update replay_batches set status = 'cancelled', finished_at = now(), updated_at = now() where id = $1::uuid`, [b.id]);
     await addUpdate(tx, {
       organizationId,
       incidentId: b.incident_id,
-      body: `Replay batch ${b.id} cancelled by member ${memberId}: ${cancelled.length} request${cancelled.length === 1 ? '' : 's'} not sent.`,
+      body: `Replay batch ${b.id} cancelled by member ${memberId}: ${unsent} request${unsent === 1 ? '' : 's'} not sent.`,
     });
     return { ok: true } as const;
   });

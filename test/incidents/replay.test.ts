@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { HELD_UNTIL } from '../../src/delivery/replay-batch.ts';
 import { superviseReplayBatches } from '../../src/incidents/replay.ts';
 import { call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { startReceiver, type Receiver } from '../helpers/https.ts';
@@ -105,8 +106,8 @@ describe('incident replay', () => {
       assert.ok(paused.remaining_count > 0);
       assert.equal(paused.estimated_end_at, null);
       const held = await t.db.query<{ n: number }>(
-        `select count(*)::int as n from deliveries where replay_batch_id = $1::uuid and status = 'pending' and next_attempt_at = 'infinity'`,
-        [batchId],
+        `select count(*)::int as n from deliveries where replay_batch_id = $1::uuid and status = 'pending' and next_attempt_at = $2`,
+        [batchId, HELD_UNTIL],
       );
       assert.ok(held.rows[0].n > 0, 'waiting deliveries are held');
       assert.ok((await updates(t.db, incidentId)).some((u) => u.is_system && /^Replay paused/.test(u.body)));
