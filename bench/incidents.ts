@@ -16,9 +16,6 @@
  */
 import pino from 'pino';
 import type { Db } from '../src/db/db.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { openPglite } from '../src/db/pglite.ts';
-import { openPostgres } from '../src/db/postgres.ts';
 import { claimDeliveries } from '../src/delivery/claim.ts';
 import { completeAttempts, type Outcome } from '../src/delivery/complete.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
@@ -27,7 +24,7 @@ import { correlateAll } from '../src/incidents/correlate.ts';
 import { queueIncidentReplay } from '../src/incidents/replay.ts';
 import { SYSTEM_ACTOR_ID } from '../src/incidents/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
-import { createFreshDatabase } from '../test/helpers/db.ts';
+import { openTestDb } from '../test/helpers/db.ts';
 import { insertCaptures, insertEndpoint, insertForwardDestination, type EndpointFixture } from '../test/helpers/fixtures.ts';
 import { startReceiver, testCa } from '../test/helpers/https.ts';
 
@@ -37,16 +34,9 @@ const REPLAY_SECONDS = Number(process.env.BENCH_REPLAY_SECONDS ?? 20);
 const BATCH = 256; // the CompletionBatcher's largest statement
 const fmt = (n: number, d = 0) => n.toFixed(d);
 
-let db: Db;
-let drop = async () => {};
-if (process.env.DATABASE_URL) {
-  const fresh = await createFreshDatabase();
-  db = await openPostgres(fresh.url, { poolSize: 10 });
-  drop = fresh.drop;
-} else {
-  db = await openPglite();
-}
-await migrate(db);
+// PGlite in memory, or a fresh PostgreSQL database beside DATABASE_URL (dropped at the end), migrated
+const testDb = await openTestDb();
+const db: Db = testDb.db;
 const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
 
 /** `n` captures queued to one new destination, as the ingest statement stores them. */
@@ -128,5 +118,4 @@ console.log(`(c) paced replay: ${n} requests asked at ${REPLAY_RATE}/min arrived
 
 await worker.stop(0);
 await rx.close();
-await db.close();
-await drop();
+await testDb.close();

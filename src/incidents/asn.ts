@@ -70,17 +70,23 @@ function ipv6Top64(ip: string): bigint {
   return v;
 }
 
-function build(rows: Array<{ v6: boolean; start: number | bigint; end: number | bigint; asn: number; org: string }>): Table {
-  const orgIndex = new Map<string, number>();
+/** Organisation names stored once each (80,000 names for 500,000 ranges), referred to by index. */
+function orgInterner(): { orgNames: string[]; orgOf: (o: string) => number } {
+  const index = new Map<string, number>();
   const orgNames: string[] = [];
   const orgOf = (o: string) => {
-    let i = orgIndex.get(o);
+    let i = index.get(o);
     if (i === undefined) {
       i = orgNames.push(o) - 1;
-      orgIndex.set(o, i);
+      index.set(o, i);
     }
     return i;
   };
+  return { orgNames, orgOf };
+}
+
+function build(rows: Array<{ v6: boolean; start: number | bigint; end: number | bigint; asn: number; org: string }>): Table {
+  const { orgNames, orgOf } = orgInterner();
   const v4 = rows.filter((r) => !r.v6).sort((a, b) => Number(a.start) - Number(b.start));
   const v6 = rows.filter((r) => r.v6).sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
   return {
@@ -148,16 +154,7 @@ async function loadBundled(): Promise<Table> {
   const started = performance.now();
   const before = process.memoryUsage();
   const dir = createRequire(import.meta.url).resolve('@ip-location-db/asn/package.json').replace(/package\.json$/, '');
-  const orgIndex = new Map<string, number>();
-  const orgNames: string[] = [];
-  const orgOf = (o: string) => {
-    let i = orgIndex.get(o);
-    if (i === undefined) {
-      i = orgNames.push(o) - 1;
-      orgIndex.set(o, i);
-    }
-    return i;
-  };
+  const { orgNames, orgOf } = orgInterner();
   // The "-num" files give ranges as integers: no address parsing at load.
   const v4 = parseNumFile(await readFile(dir + 'asn-ipv4-num.csv', 'utf8'), (n) => new Uint32Array(n), Number, orgOf);
   const v6 = parseNumFile(await readFile(dir + 'asn-ipv6-num.csv', 'utf8'), (n) => new BigUint64Array(n), (s) => BigInt(s) >> 64n, orgOf);

@@ -18,6 +18,16 @@ const bodies = (n: number, tag = 'x') => Array.from({ length: n }, (_, i) => ({ 
 describe('incident correlation', () => {
   const t = useWorkerTest();
 
+  /** A destination (retries off) whose receiver answers `status` until recover(), and a running worker. */
+  async function flakyDestination(status: number) {
+    const state = { status };
+    const rx = await t.receiver({ reply: () => ({ status: state.status }) });
+    const ep = await orgWithEndpoint(t.db);
+    const fd = await insertForwardDestination(t.db, ep, { url: rx.url, retryEnabled: false });
+    t.worker = await startTestWorker(t.db);
+    return { ep, fd, recover: () => (state.status = 200) };
+  }
+
   it('records each final failure once, in the completion statement, and correlates them into one incident with exact counts', async () => {
     const rx = await t.receiver({ reply: () => ({ status: 503 }) });
     const ep = await orgWithEndpoint(t.db);
@@ -103,11 +113,7 @@ describe('incident correlation', () => {
   });
 
   it('opens a recurring incident after a resolved one, and a fresh one outside the recurrence window', async () => {
-    let fail = true;
-    const rx = await t.receiver({ reply: () => ({ status: fail ? 500 : 200 }) });
-    const ep = await orgWithEndpoint(t.db);
-    await insertForwardDestination(t.db, ep, { url: rx.url, retryEnabled: false });
-    t.worker = await startTestWorker(t.db);
+    const { ep } = await flakyDestination(500);
     await insertCaptures(t.db, ep, bodies(1, 'a'));
     await waitForStatus(t.db, ['failed'], 1);
     await correlateAll(t.db);
@@ -133,22 +139,17 @@ describe('incident correlation', () => {
     const third = (await incidents(t.db))[2];
     assert.equal(third.is_recurring, false);
     assert.equal(third.previous_incident_id, null);
-    fail = false;
   });
 
   it('resolves by itself once the destination succeeds again after the quiet period, as the system', async () => {
-    let fail = true;
-    const rx = await t.receiver({ reply: () => ({ status: fail ? 502 : 200 }) });
-    const ep = await orgWithEndpoint(t.db);
-    await insertForwardDestination(t.db, ep, { url: rx.url, retryEnabled: false });
-    t.worker = await startTestWorker(t.db);
+    const { ep, recover } = await flakyDestination(502);
     await insertCaptures(t.db, ep, bodies(2));
     await waitForStatus(t.db, ['failed'], 2);
     await correlateAll(t.db);
     assert.deepEqual(await resolveRecovered(t.db, { quietMs: 0 }), [], 'no success yet: stays open');
     assert.deepEqual(await resolveRecovered(t.db, { quietMs: 60_000 }), []);
 
-    fail = false;
+    recover();
     await insertCaptures(t.db, ep, bodies(1, 'ok'));
     await waitForStatus(t.db, ['succeeded'], 1);
     assert.deepEqual(await resolveRecovered(t.db, { quietMs: 60_000 }), [], 'within the quiet period: stays open');
@@ -164,15 +165,11 @@ describe('incident correlation', () => {
   });
 
   it('marks a failure whose request later succeeds (single-request replay) and leaves it out of an incident replay', async () => {
-    let fail = true;
-    const rx = await t.receiver({ reply: () => ({ status: fail ? 500 : 200 }) });
-    const ep = await orgWithEndpoint(t.db);
-    const fd = await insertForwardDestination(t.db, ep, { url: rx.url, retryEnabled: false });
-    t.worker = await startTestWorker(t.db);
+    const { ep, fd, recover } = await flakyDestination(500);
     const [capture] = await insertCaptures(t.db, ep, bodies(1));
     await waitForStatus(t.db, ['failed'], 1);
     await correlateAll(t.db);
-    fail = false;
+    recover();
     const replay = await replayRequest(t.db, { organizationId: ep.organization_id, requestId: capture.id, destinationId: fd.id });
     assert.equal(replay.ok, true);
     await waitForStatus(t.db, ['succeeded'], 1);

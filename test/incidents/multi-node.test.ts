@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import { openPostgres } from '../../src/db/postgres.ts';
 import { seedOrg } from '../helpers/app.ts';
-import { createFreshDatabase, onPostgres } from '../helpers/db.ts';
+import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
 import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
 import { startReceiver, testCa, type Receiver } from '../helpers/https.ts';
 import { http, startWeirProcess, type WeirProcess } from '../helpers/weir-process.ts';
@@ -16,24 +14,21 @@ import { waitUntil } from '../delivery/helpers.ts';
  * globally, measured at a real HTTPS receiver over a minute.
  */
 describe('incidents on several Weir nodes', { skip: onPostgres ? false : 'needs PostgreSQL: several processes share one database' }, () => {
+  let testDb: TestDb;
   let db: Db;
   let url: string;
-  let drop: () => Promise<void>;
   const nodes: WeirProcess[] = [];
   let rx: Receiver | undefined;
 
   before(async () => {
-    const fresh = await createFreshDatabase();
-    url = fresh.url;
-    drop = fresh.drop;
-    db = await openPostgres(url, { poolSize: 4 });
-    await migrate(db);
+    testDb = await openTestDb();
+    db = testDb.db;
+    url = testDb.url!;
   });
   after(async () => {
     await Promise.all(nodes.map((n) => n.stop('SIGKILL')));
     await rx?.close();
-    await db.close();
-    await drop();
+    await testDb.close();
   });
 
   it('correlate failures from both nodes into one incident, and replay it at 120/min within 2 %', { timeout: 180_000 }, async (t) => {
