@@ -41,6 +41,9 @@ describe('dashboard: incidents', () => {
     await page.fill('#key', s.key);
     await page.click('#signin-form button');
     await page.click('#nav-incidents');
+    assert.equal(await page.locator('#nav').count(), 1, 'one navigation');
+    assert.equal(await page.locator('#incidents').count(), 1, 'one incidents view');
+    assert.equal(await page.locator('#app').isHidden(), true, 'the endpoints view is hidden');
     const row = page.locator(`#inc-list tr[data-id="${incidentId}"]`);
     await row.waitFor();
     assert.match(await row.innerText(), /open\s+<img src=x onerror=alert\(1\)>\s+The destination answers 5xx server errors \(503\)\.\s+3\s+1/);

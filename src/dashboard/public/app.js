@@ -179,8 +179,7 @@ $('signin-form').onsubmit = (e) => {
   e.preventDefault();
   state.key = $('key').value.trim();
   localStorage.setItem('weir.key', state.key);
-  initIncidents({ api, el });
-signIn();
+  signIn();
 };
 $('signout').onclick = () => {
   localStorage.removeItem('weir.key');
