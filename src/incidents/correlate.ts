@@ -11,10 +11,10 @@ import { addUpdate, destinationIdOf, INCIDENT_COLUMNS, type IncidentRow } from '
  * incidents, in batches. One node at a time runs it, under a
  * transaction-level advisory lock: the delivery workers never wait on it
  * (they only insert failure rows), and because a single correlator assigns
- * failures and recounts an incident from its set of failures
- * (count(*), count(distinct endpoint_id)) in the same transaction, the
- * counters are exact whichever node recorded each failure, and a crash
- * mid-batch rolls back the assignment and the counts together.
+ * failures and moves the incident's counters on by exactly the failures it
+ * assigns, in the same transaction, the counters are exact whichever node
+ * recorded each failure, and a crash mid-batch rolls back the assignment
+ * and the counts together.
  */
 
 /** Any constant works; every Weir node must use the same one. */
@@ -41,7 +41,6 @@ interface FailureRow {
   endpoint_id: string;
   forward_destination_id: string | null;
   destination_url: string;
-  failed_at: Date;
 }
 
 /**
@@ -53,7 +52,7 @@ export async function correlateFailures(db: Db, o: CorrelateOptions = {}): Promi
     const { rows: lock } = await tx.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [CORRELATOR_LOCK_KEY]);
     if (!lock[0].ok) return null;
     const { rows } = await tx.query<FailureRow>(
-      `select id, organization_id, scope_key, endpoint_id, forward_destination_id, destination_url, failed_at
+      `select id, organization_id, scope_key, endpoint_id, forward_destination_id, destination_url
          from incident_failures where incident_id is null order by id limit $1`,
       [o.batchSize ?? CORRELATE_BATCH],
     );
@@ -64,11 +63,20 @@ export async function correlateFailures(db: Db, o: CorrelateOptions = {}): Promi
       if (g) g.push(r);
       else groups.set(k, [r]);
     }
+    // The scopes' current incidents first, then the ASN of every destination
+    // about to open one, looked up together: DNS waits overlap instead of
+    // adding up while the lock is held.
+    const latest = new Map<string, IncidentRow | undefined>();
+    for (const [k, failures] of groups) latest.set(k, await latestIncident(tx, failures[0]));
+    const opening = [...groups].filter(([k]) => latest.get(k)?.status !== 'open' && latest.get(k)?.status !== 'investigating');
+    const asns = new Map(
+      await Promise.all(opening.map(async ([k, f]) => [k, await asnOfUrl(f[0].destination_url, o.asnCsv).catch(() => undefined)] as const)),
+    );
     const asnsTouched = new Set<string>();
-    for (const failures of groups.values()) {
-      const incident = await incidentFor(tx, failures[0], o);
-      await tx.query(`update incident_failures set incident_id = $1::uuid where id = any($2::uuid[])`, [incident.id, failures.map((f) => f.id)]);
-      await recount(tx, incident.id);
+    for (const [k, failures] of groups) {
+      const last = latest.get(k);
+      const incident = asns.has(k) ? await openIncident(tx, failures[0], last, asns.get(k)) : last!;
+      await addToIncident(tx, incident.id, failures);
       if (incident.asn !== null) asnsTouched.add(`${incident.organization_id} ${incident.asn}`);
       else await refreshCause(tx, incident.id);
     }
@@ -91,21 +99,24 @@ export async function correlateAll(db: Db, o: CorrelateOptions = {}): Promise<nu
   }
 }
 
-/** The open (or investigating) incident of the failure's scope, or a new one (a recurrence when the last one was resolved recently). */
-async function incidentFor(tx: Queryable, f: FailureRow, o: CorrelateOptions): Promise<IncidentRow> {
+/** The latest incident of the failure's scope: failures join it unless it is resolved. */
+async function latestIncident(tx: Queryable, f: FailureRow): Promise<IncidentRow | undefined> {
   const { rows } = await tx.query<IncidentRow>(
     `select ${INCIDENT_COLUMNS} from incidents where organization_id = $1::uuid and scope_key = $2 order by id desc limit 1`,
     [f.organization_id, f.scope_key],
   );
-  const last = rows[0];
-  if (last && last.status !== 'resolved') return last;
+  return rows[0];
+}
+
+/** A new incident for the failure's scope: a recurrence when the last one was resolved within the window. */
+async function openIncident(tx: Queryable, f: FailureRow, last: IncidentRow | undefined, asn: AsnInfo | undefined): Promise<IncidentRow> {
   const recurring = last?.resolved_at != null && Date.now() - new Date(last.resolved_at).getTime() < RECURRENCE_WINDOW_MS;
   const name = await destinationName(tx, f);
-  const asn: AsnInfo | undefined = await asnOfUrl(f.destination_url, o.asnCsv).catch(() => undefined);
   const { rows: created } = await tx.query<IncidentRow>(
     `insert into incidents (id, organization_id, scope, scope_key, destination_id, destination_name, destination_url, asn, asn_org,
                             first_failure_at, last_failure_at, is_recurring, previous_incident_id)
-     values ($1::uuid, $2::uuid, 'destination', $3, $4::uuid, $5, $6, $7, $8, $9, $9, $10, $11::uuid)
+     values ($1::uuid, $2::uuid, 'destination', $3, $4::uuid, $5, $6, $7, $8,
+             (select failed_at from incident_failures where id = $9::uuid), (select failed_at from incident_failures where id = $9::uuid), $10, $11::uuid)
      returning ${INCIDENT_COLUMNS}`,
     [
       newId(),
@@ -116,7 +127,7 @@ async function incidentFor(tx: Queryable, f: FailureRow, o: CorrelateOptions): P
       f.destination_url,
       asn?.asn ?? null,
       asn?.org ?? null,
-      new Date(f.failed_at).toISOString(),
+      f.id,
       recurring,
       recurring ? last!.id : null,
     ],
@@ -138,15 +149,29 @@ async function destinationName(tx: Queryable, f: FailureRow): Promise<string> {
   return `forward_url ${f.destination_url}`;
 }
 
-async function recount(tx: Queryable, incidentId: string): Promise<void> {
+/**
+ * Assigns a batch of failures to their incident and moves its counters on
+ * by the batch: failure_count by its size, endpoint_count by its endpoints
+ * the incident had no failure of yet (an index probe each), first and last
+ * failure by its extremes. Exact because only the correlator lock holder
+ * assigns failures, in the same transaction as this; and the cost is the
+ * batch's, not the incident's size.
+ */
+async function addToIncident(tx: Queryable, incidentId: string, failures: readonly FailureRow[]): Promise<void> {
+  const ids = failures.map((f) => f.id);
   await tx.query(
     `update incidents i
-        set failure_count = s.n, endpoint_count = s.e, first_failure_at = s.first, last_failure_at = s.last, updated_at = now()
-       from (select count(*)::int as n, count(distinct endpoint_id)::int as e, min(failed_at) as first, max(failed_at) as last
-               from incident_failures where incident_id = $1::uuid) s
+        set failure_count = i.failure_count + b.n,
+            endpoint_count = i.endpoint_count + (
+              select count(distinct e.endpoint_id) from incident_failures e
+               where e.id = any($2::uuid[])
+                 and not exists (select 1 from incident_failures f where f.incident_id = i.id and f.endpoint_id = e.endpoint_id)),
+            first_failure_at = least(i.first_failure_at, b.first), last_failure_at = greatest(i.last_failure_at, b.last), updated_at = now()
+       from (select count(*)::int as n, min(failed_at) as first, max(failed_at) as last from incident_failures where id = any($2::uuid[])) b
       where i.id = $1::uuid`,
-    [incidentId],
+    [incidentId, ids],
   );
+  await tx.query(`update incident_failures set incident_id = $1::uuid where id = any($2::uuid[])`, [incidentId, ids]);
 }
 
 /** Every unresolved incident of one ASN of an organization: the outage count and the causes that mention it. */

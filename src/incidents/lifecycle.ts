@@ -48,17 +48,19 @@ export async function setIncidentStatus(db: Db, organizationId: string, id: stri
  */
 export async function resolveRecovered(db: Db, opts: { quietMs?: number } = {}): Promise<string[]> {
   const quietMs = opts.quietMs ?? QUIET_PERIOD_MS;
-  const { rows } = await db.query<IncidentRow & { endpoint_ids: string[]; forward_destination_id: string | null }>(
+  const { rows } = await db.query<IncidentRow & { endpoint_ids: string[] | null }>(
     `select i.*,
-            (select array_agg(distinct endpoint_id) from incident_failures f where f.incident_id = i.id) as endpoint_ids,
-            (select forward_destination_id from incident_failures f where f.incident_id = i.id limit 1) as forward_destination_id
+            -- a forward_url is found through its endpoints' deliveries; a forward destination by its own id
+            case when i.scope_key like 'url:%'
+                 then (select array_agg(distinct endpoint_id) from incident_failures f where f.incident_id = i.id) end as endpoint_ids
        from incidents i
       where i.status <> 'resolved' and i.last_failure_at < now() - $1 * interval '1 millisecond'`,
     [quietMs],
   );
   const resolved: string[] = [];
   for (const r of rows) {
-    const target = { forwardDestinationId: r.forward_destination_id, url: r.destination_url, endpointIds: r.endpoint_ids ?? [] };
+    const forwardDestinationId = r.scope_key.startsWith('fd:') ? r.scope_key.slice(3) : null;
+    const target = { forwardDestinationId, url: r.destination_url, endpointIds: r.endpoint_ids ?? [] };
     if (!(await succeededSince(db, target, new Date(r.last_failure_at)))) continue;
     const done = await db.transaction(async (tx) => {
       const { rowCount } = await tx.query(

@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../../src/db/db.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
 import { completeAttempts, type Outcome } from '../../src/delivery/complete.ts';
 import { correlateAll } from '../../src/incidents/correlate.ts';
-import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
+import { insertCaptures, insertEndpoint, insertForwardDestination } from '../helpers/fixtures.ts';
 import { orgWithEndpoint, useWorkerTest } from '../delivery/helpers.ts';
 import { failureRows, incidents } from './helpers.ts';
 
@@ -71,8 +71,8 @@ describe('incident durability', () => {
     await insertForwardDestination(t.db, ep, { url: 'https://127.0.0.1:9/x', retryEnabled: false });
     await insertCaptures(t.db, ep, Array.from({ length: 30 }, (_, i) => ({ body: `{"i":${i}}` })));
     await failAll(t.db);
-    // the crash comes after the incident was opened and the failures assigned, before the counts
-    await assert.rejects(correlateAll(crashingDb(t.db, /set failure_count/)), /simulated crash/);
+    // the crash comes after the incident was opened and counted, before the failures are assigned
+    await assert.rejects(correlateAll(crashingDb(t.db, /set incident_id/)), /simulated crash/);
     assert.equal((await incidents(t.db)).length, 0, 'the opened incident was rolled back');
     assert.ok((await failureRows(t.db)).every((f) => f.incident_id === null), 'the failures wait in the outbox');
     assert.equal(await correlateAll(t.db), 30);
@@ -81,10 +81,12 @@ describe('incident durability', () => {
   });
 
   it('keeps exact counts while failures are recorded and several correlators run at once', async () => {
-    const ep = await orgWithEndpoint(t.db);
-    await insertForwardDestination(t.db, ep, { url: 'https://127.0.0.1:9/x', retryEnabled: false });
+    // three endpoints forwarding to one URL: one incident whose endpoint_count must come out 3
+    const ep = await orgWithEndpoint(t.db, 'https://127.0.0.1:9/x');
+    const others = [await insertEndpoint(t.db, ep.organization_id, { forwardUrl: 'https://127.0.0.1:9/x' }), await insertEndpoint(t.db, ep.organization_id, { forwardUrl: 'https://127.0.0.1:9/x' })];
     const n = 600;
-    await insertCaptures(t.db, ep, Array.from({ length: n }, (_, i) => ({ body: `{"i":${i}}` })));
+    await insertCaptures(t.db, ep, Array.from({ length: n - 2 }, (_, i) => ({ body: `{"i":${i}}` })));
+    for (const o of others) await insertCaptures(t.db, o, [{ body: '{}' }]);
     let recording = true;
     const correlators = Array.from({ length: 3 }, async () => {
       while (recording) await correlateAll(t.db, { batchSize: 40 });
@@ -95,8 +97,12 @@ describe('incident durability', () => {
     await correlateAll(t.db);
     const all = await incidents(t.db);
     assert.equal(all.length, 1, 'one incident');
+    const { rows } = await t.db.query<{ n: number; e: number }>(
+      `select count(*)::int as n, count(distinct endpoint_id)::int as e from incident_failures where incident_id = $1::uuid`,
+      [all[0].id],
+    );
+    assert.deepEqual(rows[0], { n, e: 3 }, 'every failure is on the incident');
     assert.equal(all[0].failure_count, n);
-    assert.equal(all[0].endpoint_count, 1);
-    assert.equal((await failureRows(t.db)).filter((f) => f.incident_id === all[0].id).length, n);
+    assert.equal(all[0].endpoint_count, 3);
   });
 });

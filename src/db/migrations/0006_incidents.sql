@@ -68,6 +68,8 @@ create table incident_failures (
 );
 create index incident_failures_outbox on incident_failures (id) where incident_id is null;
 create index incident_failures_incident on incident_failures (incident_id, id);
+-- the correlator asks whether an incident already has a failure of an endpoint
+create index incident_failures_incident_endpoint on incident_failures (incident_id, endpoint_id);
 create index incident_failures_request on incident_failures (request_id);
 create index incident_failures_replay on incident_failures (replay_delivery_id) where replay_delivery_id is not null;
 
