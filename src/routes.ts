@@ -5,11 +5,12 @@ import { destinationRoutes } from './destinations/routes.ts';
 import { deliveryRoutes } from './delivery/routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
 import type { RouteModule } from './http/app.ts';
+import { incidentRoutes } from './incidents/routes.ts';
 import { memberRoutes } from './orgs/routes.ts';
 import { requestRoutes } from './requests/routes.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
-  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes],
+  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes, incidentRoutes],
   root: [adminRoutes, dashboardRoutes],
 };

@@ -7,6 +7,7 @@ import { openDb } from './db/open.ts';
 import { releaseOrphanedLeases } from './delivery/claim.ts';
 import { startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
+import { startIncidents } from './incidents/start.ts';
 import { startIngest } from './ingest/server.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
@@ -68,6 +69,9 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
     const delivery = await startDelivery({ db, config, logger });
     started.push(() => delivery.stop());
+    // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
+    const incidents = startIncidents({ db, logger, asnCsv: config.asnDb });
+    started.push(() => incidents.stop());
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
@@ -86,6 +90,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
           await Promise.all([app.close(), ingest.close()]);
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();
+          await incidents.stop();
           await maintenance.stop();
           await tables?.stop();
           await authenticator.stop();

@@ -80,7 +80,7 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
   const { rows } = await db.query<ClaimRow>(
     `with next as materialized (
        -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
-       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at, d.replay_batch_id
          from deliveries d
         where d.status = 'pending' and d.next_attempt_at <= now()
           and d.destination_type = $1 and ($2::uuid[] is null or d.agent_id = any($2::uuid[]))
@@ -95,6 +95,8 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
          from next
          join forward_destinations fd on fd.id = next.forward_destination_id
         where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+          -- a paced replay batch's own rate applies instead (bneed)
+          and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)
      ),
      taken as (
        insert into destination_pacing as p (destination_id, next_slot_at)
@@ -107,10 +109,29 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
        select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
          from need join taken on taken.destination_id = need.dest
      ),
+     -- the same for incident replay batches, paced at their requests_per_minute (src/incidents/replay.ts)
+     bneed as (
+       select next.id, next.replay_batch_id as batch, rp.requests_per_minute as rate,
+              row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.replay_batch_id) as n
+         from next join replay_batch_pacing rp on rp.replay_batch_id = next.replay_batch_id
+        where next.paced_slot is null
+     ),
+     btaken as (
+       update replay_batch_pacing rp
+          set next_slot_at = greatest(rp.next_slot_at, now()) + b.n * (interval '60 seconds' / rp.requests_per_minute)
+         from (select batch, max(n) as n from bneed group by batch) b
+        where rp.replay_batch_id = b.batch
+       returning rp.replay_batch_id, rp.next_slot_at
+     ),
+     bslots as (
+       select bneed.id, btaken.next_slot_at - (bneed.n - bneed.k + 1) * (interval '60 seconds' / bneed.rate) as slot
+         from bneed join btaken on btaken.replay_batch_id = bneed.batch
+     ),
      plan as (
-       select next.id, coalesce(s.slot, next.paced_slot) as slot,
-              coalesce(s.slot, next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
-         from next left join slots s on s.id = next.id
+       select next.id, coalesce(s.slot, bs.slot, next.paced_slot) as slot,
+              coalesce(s.slot, bs.slot, next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id left join bslots bs on bs.id = next.id
      ),
      claimed as (
        update deliveries d

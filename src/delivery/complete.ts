@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
+import { RECORD_OUTCOMES_FOR_INCIDENTS } from '../incidents/record.ts';
 import type { Decision } from './retry-policy.ts';
 import type { AttemptResult, ClaimedDelivery } from './transport.ts';
 
@@ -44,7 +45,8 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
          from input
         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
         where exists (select 1 from deliveries d where d.id = input.delivery_id)
-     )
+     ),
+     moved as (
      update deliveries d
         set status = i.status,
             attempt_count = d.attempt_count + 1,
@@ -53,7 +55,11 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
             last_status_code = i.status_code, last_error = i.last_error, last_attempt_at = i.started_at, updated_at = now()
        from input i
       where d.id = i.delivery_id and d.lease_id = i.lease_id and d.status = 'in_flight'
-      returning d.id`,
+      returning d.*
+     ),
+     -- incidents see each outcome in this same statement (crash-safe, counted once)
+     ${RECORD_OUTCOMES_FOR_INCIDENTS}
+     select id from moved`,
     [
       col((o) => newId(o.result.startedAt.getTime())),
       col((o) => o.delivery.id),

@@ -1,6 +1,8 @@
 // The dashboard is a plain client of the /v1 API: everything it shows, a key
 // can fetch with curl. No framework and no build step; all text from the API
 // goes through textContent, never into markup.
+import { initIncidents } from './incidents.js';
+
 const $ = (id) => document.getElementById(id);
 const state = { key: localStorage.getItem('weir.key') || '', endpoint: null, oldest: null, timer: null, request: null };
 
@@ -36,6 +38,7 @@ async function signIn() {
     $('signin').hidden = true;
     $('app').hidden = false;
     $('signout').hidden = false;
+    $('nav').hidden = false;
     await loadEndpoints();
   } catch (err) {
     $('signin').hidden = false;
@@ -212,4 +215,5 @@ $('replay').onclick = async () => {
   await api('POST', `/requests/${state.request}/replay`);
   setTimeout(() => loadForwards(state.request), 1000);
 };
+initIncidents({ api, el });
 signIn();

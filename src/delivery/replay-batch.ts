@@ -1,0 +1,137 @@
+import type { Queryable } from '../db/db.ts';
+import { insertDeliveries, wakeWorkers, type NewDelivery } from './enqueue.ts';
+
+/**
+ * What the delivery engine offers paced replay batches (src/incidents/
+ * replay.ts) and incident resolution, so that module never reads or
+ * writes the delivery tables itself. A paced batch is ordinary deliveries
+ * tagged with its replay_batch_id plus one replay_batch_pacing row: the
+ * claim statement (claim.ts) hands its deliveries slots `60 s / rate`
+ * apart from that row, on every node alike.
+ */
+
+/** Queues a paced batch: its pacing row (first slot now) and its deliveries; workers are woken on commit. */
+export async function queuePacedBatch(tx: Queryable, batchId: string, requestsPerMinute: number, rows: readonly NewDelivery[]): Promise<void> {
+  await tx.query(`insert into replay_batch_pacing (replay_batch_id, requests_per_minute, next_slot_at) values ($1::uuid, $2, now())`, [
+    batchId,
+    requestsPerMinute,
+  ]);
+  await insertDeliveries(tx, rows);
+  await wakeWorkers(tx);
+}
+
+/**
+ * When a held delivery is due: never in practice. A date rather than
+ * 'infinity', which drivers do not all turn into a Date, and which the
+ * worker's wake-up timer (min(next_attempt_at)) must be able to read.
+ */
+export const HELD_UNTIL = '9999-01-01T00:00:00Z';
+
+/**
+ * Parks a batch's waiting deliveries (pause): due never, their slots given
+ * back. What is in flight finishes.
+ */
+export async function holdBatch(db: Queryable, batchId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `update deliveries set next_attempt_at = $2, paced_slot = null, updated_at = now()
+      where replay_batch_id = $1::uuid and status = 'pending'`,
+    [batchId, HELD_UNTIL],
+  );
+  return rowCount;
+}
+
+/** Resumes a held batch: due now, paced again from now on. */
+export async function releaseBatch(db: Queryable, batchId: string): Promise<number> {
+  await db.query(`update replay_batch_pacing set next_slot_at = now() where replay_batch_id = $1::uuid`, [batchId]);
+  const { rowCount } = await db.query(
+    `update deliveries set next_attempt_at = now(), paced_slot = null, updated_at = now()
+      where replay_batch_id = $1::uuid and status = 'pending'`,
+    [batchId],
+  );
+  if (rowCount > 0) await wakeWorkers(db);
+  return rowCount;
+}
+
+/** Ends a batch's waiting deliveries (retries included) as failed (cancel); returns their ids. In-flight ones finish. */
+export async function cancelBatch(db: Queryable, batchId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `update deliveries set status = 'failed', paced_slot = null, last_error = 'the replay batch was cancelled', updated_at = now()
+      where replay_batch_id = $1::uuid and status = 'pending'
+      returning id`,
+    [batchId],
+  );
+  return rows.map((r) => r.id);
+}
+
+export interface BatchCounts {
+  /** pending or in flight */
+  waiting: number;
+  succeeded: number;
+  /** failed or dead */
+  failed: number;
+}
+
+/** Where each batch's deliveries stand. */
+export async function batchCounts(db: Queryable, batchIds: readonly string[]): Promise<Map<string, BatchCounts>> {
+  const { rows } = await db.query<{ batch: string; waiting: number; succeeded: number; failed: number }>(
+    `select replay_batch_id as batch,
+            count(*) filter (where status in ('pending', 'in_flight'))::int as waiting,
+            count(*) filter (where status = 'succeeded')::int as succeeded,
+            count(*) filter (where status in ('failed', 'dead'))::int as failed
+       from deliveries where replay_batch_id = any($1::uuid[]) group by replay_batch_id`,
+    [batchIds],
+  );
+  const out = new Map<string, BatchCounts>();
+  for (const id of batchIds) out.set(id, { waiting: 0, succeeded: 0, failed: 0 });
+  for (const r of rows) out.set(r.batch, { waiting: r.waiting, succeeded: r.succeeded, failed: r.failed });
+  return out;
+}
+
+/** Whether each of the batch's last `n` attempts failed (false while it has made fewer than n). */
+export async function lastAttemptsAllFailed(db: Queryable, batchId: string, n: number): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>(
+    `select a.error_class is null and a.status_code between 200 and 299 as ok
+       from delivery_attempts a join deliveries d on d.id = a.delivery_id
+      where d.replay_batch_id = $1::uuid
+      order by a.started_at desc limit $2`,
+    [batchId, n],
+  );
+  return rows.length >= n && rows.every((r) => !r.ok);
+}
+
+/** The smallest UUIDv7 of a millisecond: ids of rows created from then on sort at or above it. */
+function idFloor(ms: number): string {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+/**
+ * Whether a destination answered 2xx after `since`: a forward destination
+ * by id, an endpoint's forward_url by its URL (on the given endpoints).
+ * Only deliveries created from an hour before `since` are read (newest
+ * first, stopping at the first success), so the check stays cheap however
+ * long the destination's history is; an older delivery succeeding late on
+ * a retry is not needed to see a recovery, newer traffic shows it.
+ */
+export async function succeededSince(
+  db: Queryable,
+  target: { forwardDestinationId: string | null; url: string | null; endpointIds: readonly string[] },
+  since: Date,
+): Promise<boolean> {
+  const floor = idFloor(since.getTime() - 3_600_000);
+  const { rows } = target.forwardDestinationId
+    ? await db.query(
+        `select 1 from deliveries
+          where forward_destination_id = $1::uuid and id >= $2::uuid and status = 'succeeded' and last_attempt_at > $3
+          limit 1`,
+        [target.forwardDestinationId, floor, since.toISOString()],
+      )
+    : await db.query(
+        `select 1 from deliveries
+          where endpoint_id = any($1::uuid[]) and forward_destination_id is null and url = $2
+            and id >= $3::uuid and status = 'succeeded' and last_attempt_at > $4
+          limit 1`,
+        [target.endpointIds, target.url, floor, since.toISOString()],
+      );
+  return rows.length > 0;
+}

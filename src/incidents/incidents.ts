@@ -1,0 +1,104 @@
+import type { Db, Queryable } from '../db/db.ts';
+import { addUpdate, destinationIdOf, findIncident, INCIDENT_COLUMNS, presentIncident, type IncidentRow } from './store.ts';
+
+/** Reading incidents and adding members' notes: what GET /v1/incidents[/:id] and POST .../updates call. */
+
+export const LIST_FILTERS = ['open', 'investigating', 'resolved', 'all'] as const;
+export type ListFilter = (typeof LIST_FILTERS)[number];
+export const FAILURES_IN_DETAIL = 100;
+export const NOTE_MAX = 10_000;
+
+const STATUSES_OF: Record<ListFilter, string[]> = {
+  // the specification's default filter: open includes investigating
+  open: ['open', 'investigating'],
+  investigating: ['investigating'],
+  resolved: ['resolved'],
+  all: ['open', 'investigating', 'resolved'],
+};
+
+/** A page of the organization's incidents, newest first; `limit + 1` rows so the caller knows whether more follow. */
+export async function listIncidents(
+  db: Queryable,
+  organizationId: string,
+  q: { status: ListFilter; limit: number; before?: string },
+): Promise<IncidentRow[]> {
+  const { rows } = await db.query<IncidentRow>(
+    `select ${INCIDENT_COLUMNS} from incidents
+      where organization_id = $1::uuid and status = any($2::text[]) and ($3::uuid is null or id < $3::uuid)
+      order by id desc limit $4`,
+    [organizationId, STATUSES_OF[q.status], q.before ?? null, q.limit + 1],
+  );
+  return rows;
+}
+
+interface FailureRow {
+  id: string;
+  organization_id: string;
+  request_id: string;
+  endpoint_id: string;
+  forward_destination_id: string | null;
+  destination_url: string;
+  status_code: number | null;
+  error_class: string | null;
+  error: string | null;
+  failed_at: Date;
+  recovered_at: Date | null;
+  replayed_at: Date | null;
+  replay_status_code: number | null;
+}
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+function presentFailure(f: FailureRow) {
+  return {
+    request_id: f.request_id,
+    endpoint_id: f.endpoint_id,
+    destination_id: destinationIdOf(f.organization_id, f.forward_destination_id, f.destination_url),
+    destination_url: f.destination_url,
+    status_code: f.status_code,
+    error: f.error,
+    error_class: f.error_class,
+    failed_at: iso(f.failed_at),
+    recovered_at: iso(f.recovered_at),
+    replayed_at: iso(f.replayed_at),
+    replay_status_code: f.replay_status_code,
+  };
+}
+
+/** An incident with its newest failures (at most 100) and its updates, newest first; undefined outside the organization. */
+export async function getIncidentDetail(db: Queryable, organizationId: string, id: string) {
+  const incident = await findIncident(db, organizationId, id);
+  if (!incident) return undefined;
+  const [failures, updates, unreplayed] = await Promise.all([
+    db.query<FailureRow>(
+      `select id, organization_id, request_id, endpoint_id, forward_destination_id, destination_url, status_code, error_class, error,
+              failed_at, recovered_at, replayed_at, replay_status_code
+         from incident_failures where incident_id = $1::uuid order by failed_at desc, id desc limit $2`,
+      [incident.id, FAILURES_IN_DETAIL],
+    ),
+    db.query<{ id: string; body: string; is_system: boolean; author_id: string; created_at: Date }>(
+      `select id, body, is_system, author_id, created_at from incident_updates where incident_id = $1::uuid order by id desc`,
+      [incident.id],
+    ),
+    db.query<{ n: number }>(
+      `select count(*)::int as n from incident_failures where incident_id = $1::uuid and replay_delivery_id is null and recovered_at is null`,
+      [incident.id],
+    ),
+  ]);
+  return {
+    ...presentIncident(incident),
+    // what POST .../replay would queue at most (the dashboard's duration estimate)
+    unreplayed_count: unreplayed.rows[0].n,
+    failures: failures.rows.map(presentFailure),
+    updates: updates.rows.map((u) => ({ id: u.id, body: u.body, is_system: u.is_system, author_id: u.author_id, created_at: iso(u.created_at) })),
+  };
+}
+
+/** A member's note on the incident's timeline (is_system false); undefined when the incident is not the organization's. */
+export async function addNote(db: Db, organizationId: string, incidentId: string, body: string, memberId: string) {
+  return db.transaction(async (tx) => {
+    const incident = await findIncident(tx, organizationId, incidentId, { lock: true });
+    if (!incident) return undefined;
+    return addUpdate(tx, { organizationId, incidentId, body, authorId: memberId });
+  });
+}

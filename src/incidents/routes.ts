@@ -1,0 +1,124 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../http/app.ts';
+import { badRequest, conflict, notFound, planLimit } from '../http/errors.ts';
+import { pageQuerySchema, toPage } from '../http/paging.ts';
+import { idParams, pathId } from '../http/schemas.ts';
+import { addNote, getIncidentDetail, LIST_FILTERS, listIncidents, NOTE_MAX, type ListFilter } from './incidents.ts';
+import { setIncidentStatus } from './lifecycle.ts';
+import { cancelReplayBatch, formatDuration, getReplayBatch, MAX_BATCH_MINUTES, MAX_RATE, MIN_RATE, queueIncidentReplay, resumeReplayBatch, type BatchChange } from './replay.ts';
+import { INCIDENT_STATUSES, presentIncident, type IncidentStatus } from './store.ts';
+
+const READ = { scopes: ['incidents:read'], permission: 'incidents.view' } as const;
+// The specification: PATCH and replay need incidents:write and a creator role of super_admin, admin or developer.
+const UPDATE = { scopes: ['incidents:write'], permission: 'incidents.update' } as const;
+const REPLAY = { scopes: ['incidents:write'], permission: 'incidents.replay' } as const;
+
+const listQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { status: { type: 'string', enum: LIST_FILTERS, default: 'open' }, ...pageQuerySchema },
+} as const;
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['status'],
+  properties: { status: { type: 'string', enum: INCIDENT_STATUSES } },
+} as const;
+const replayBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['requests_per_minute'],
+  properties: { requests_per_minute: { type: 'integer', minimum: MIN_RATE, maximum: MAX_RATE } },
+} as const;
+const noteBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['body'],
+  properties: { body: { type: 'string', minLength: 1, maxLength: NOTE_MAX, pattern: '\\S' } },
+} as const;
+
+function batchRefusal(r: Exclude<BatchChange, { ok: true }>, id: string): Error {
+  return r.reason === 'not_found' ? notFound(`Replay batch ${id} not found.`) : conflict(`Replay batch ${id} is ${r.status}; that cannot be done now.`);
+}
+
+/** /v1/incidents and /v1/replay-batches. */
+export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): void {
+  app.get<{ Querystring: { status: ListFilter; limit: number; before?: string } }>(
+    '/incidents',
+    { config: { auth: READ }, schema: { querystring: listQuery } },
+    async (request) => {
+      const { status, limit, before } = request.query;
+      const rows = await listIncidents(db, request.auth.organizationId, { status, limit, before: before?.toLowerCase() });
+      return { data: toPage(rows, limit, presentIncident) };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>('/incidents/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+    const id = pathId(request.params.id, 'Incident');
+    const incident = await getIncidentDetail(db, request.auth.organizationId, id);
+    if (!incident) throw notFound(`Incident ${id} not found.`);
+    return { data: incident };
+  });
+
+  app.patch<{ Params: { id: string }; Body: { status: IncidentStatus } }>(
+    '/incidents/:id',
+    { config: { auth: UPDATE }, schema: { params: idParams, body: patchBody } },
+    async (request) => {
+      const id = pathId(request.params.id, 'Incident');
+      const r = await setIncidentStatus(db, request.auth.organizationId, id, request.body.status, request.auth.memberId);
+      if (!r.ok) throw notFound(`Incident ${id} not found.`);
+      return { data: presentIncident(r.incident) };
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { body: string } }>(
+    '/incidents/:id/updates',
+    { config: { auth: UPDATE }, schema: { params: idParams, body: noteBody } },
+    async (request, reply) => {
+      const id = pathId(request.params.id, 'Incident');
+      const update = await addNote(db, request.auth.organizationId, id, request.body.body, request.auth.memberId);
+      if (!update) throw notFound(`Incident ${id} not found.`);
+      return reply.status(201).send({ data: update });
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { requests_per_minute: number } }>(
+    '/incidents/:id/replay',
+    { config: { auth: REPLAY }, schema: { params: idParams, body: replayBody } },
+    async (request) => {
+      const id = pathId(request.params.id, 'Incident');
+      const plan = request.auth.plan;
+      if (!config.plans[plan].incident_replay) throw planLimit(`Incident replay needs the Starter plan or above; this organization is on ${plan}.`, 403);
+      const rate = request.body.requests_per_minute;
+      const r = await queueIncidentReplay(db, { organizationId: request.auth.organizationId, incidentId: id, requestsPerMinute: rate, memberId: request.auth.memberId });
+      if (!r.ok) {
+        if (r.reason === 'not_found') throw notFound(`Incident ${id} not found.`);
+        if (r.reason === 'nothing_to_replay') throw badRequest('This incident has no unreplayed failures left to replay.');
+        throw badRequest(
+          `Replaying ${r.count} failures at ${rate}/min would take ${formatDuration(r.minutes)}, longer than the ${MAX_BATCH_MINUTES / 60} hour limit: ` +
+            `choose at least ${Math.ceil(r.count / MAX_BATCH_MINUTES)} requests per minute, or replay a subset.`,
+        );
+      }
+      return { data: { replay_batch_id: r.replayBatchId, queued_count: r.queuedCount, requests_per_minute: r.requestsPerMinute } };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>('/replay-batches/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+    const id = pathId(request.params.id, 'Replay batch');
+    const batch = await getReplayBatch(db, request.auth.organizationId, id);
+    if (!batch) throw notFound(`Replay batch ${id} not found.`);
+    return { data: batch };
+  });
+
+  for (const [action, run] of [
+    ['cancel', cancelReplayBatch],
+    ['resume', resumeReplayBatch],
+  ] as const) {
+    app.post<{ Params: { id: string } }>(`/replay-batches/:id/${action}`, { config: { auth: REPLAY }, schema: { params: idParams } }, async (request) => {
+      const id = pathId(request.params.id, 'Replay batch');
+      const r = await run(db, request.auth.organizationId, id, request.auth.memberId);
+      if (!r.ok) throw batchRefusal(r, id);
+      return { data: await getReplayBatch(db, request.auth.organizationId, id) };
+    });
+  }
+}
