@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { cleanEnv, http as api, WEIR_BIN, ROOT, type WeirProcess } from '../helpers/weir-process.ts';
 import type { Received, Reply } from '../helpers/https.ts';
@@ -21,7 +24,11 @@ export async function startLocalServer(opts: { reply?: (r: Received, index: numb
     req.on('end', () => {
       const r: Received = { method: req.method ?? '', url: req.url ?? '', rawHeaders: req.rawHeaders, headers: req.headers, body: Buffer.concat(chunks), at: Date.now() };
       const index = received.push(r) - 1;
-      for (const w of [...waiters]) if (received.length >= w.n) waiters.splice(waiters.indexOf(w), 1) && w.resolve();
+      for (const w of [...waiters]) {
+        if (received.length < w.n) continue;
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
       const reply = opts.reply?.(r, index) ?? {};
       if (reply === 'hang') return;
       if (reply === 'destroy') return req.socket.destroy();
@@ -145,4 +152,11 @@ export function capture(ingestPort: number, slug: string, opts: { path?: string;
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** A WEIR_PLANS file letting the bootstrap organization (plan free) enroll as many production agents as a test needs. */
+export function roomyPlans(): string {
+  const path = join(tmpdir(), `weir-agent-plans-${process.pid}.json`);
+  writeFileSync(path, JSON.stringify({ free: { max_agents: 100 } }));
+  return path;
 }

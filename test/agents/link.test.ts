@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import Stripe from 'stripe';
 import { waitUntil } from '../delivery/helpers.ts';
 import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
-import { agentDestination, capture, startAgent, startLocalServer, type AgentProcess, type LocalServer } from './helpers.ts';
+import { agentDestination, capture, roomyPlans, startAgent, startLocalServer, type AgentProcess, type LocalServer } from './helpers.ts';
 
 const stripe = new Stripe('sk_test_not_used_for_network');
 
@@ -24,9 +21,7 @@ describe('weir agent against a running Weir', () => {
 
   before(async () => {
     store = await freshStore();
-    const plans = join(tmpdir(), `weir-agent-plans-${process.pid}.json`);
-    writeFileSync(plans, JSON.stringify({ free: { max_agents: 100 } }));
-    weir = await startWeirProcess({ ...store.env, WEIR_PLANS: plans });
+    weir = await startWeirProcess({ ...store.env, WEIR_PLANS: roomyPlans() });
     key = weir.bootstrapKey!;
   });
   afterEach(async () => {
