@@ -151,6 +151,19 @@ describe('weir agent against a running Weir', () => {
     assert.deepEqual(f.attempts.map((t: any) => t.status_code), [503, 200]);
   });
 
+  it('rate limits apply to agent destinations with the same smooth queue as https', async () => {
+    const rx = await local();
+    const setup = await agentDestination(weir, key, { port: rx.port, rateLimitPerMinute: 240 }); // one per 250 ms
+    agent(setup.token);
+    const ids: string[] = [];
+    for (let n = 0; n < 5; n++) ids.push(await capture(weir.ingestPort, setup.slug, { body: `{"n":${n}}` }));
+    for (const id of ids) await settled(id);
+    const at = rx.received.map((r) => r.at);
+    for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= 125, `gap ${i}: ${at[i] - at[i - 1]} ms`);
+    assert.ok(at[at.length - 1] - at[0] >= 4 * 250 * 0.8, 'five paced forwards span about four intervals');
+    assert.deepEqual(webhookIds(rx), ids.map((id) => `msg_${id}`), 'and still in capture order');
+  });
+
   it('development: a failure is final; environment_override downgrades a production agent the same way', async () => {
     const rx = await local({ reply: () => ({ status: 500 }) });
     const dev = await agentDestination(weir, key, { port: rx.port, environment: 'development' });
