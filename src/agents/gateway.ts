@@ -38,6 +38,8 @@ export interface GatewayDeps {
   config: Config;
   logger: Logger;
   node: string;
+  /** Called after each recorded outcome (benchmarks observe through it). */
+  onSettled?: (delivery: ClaimedDelivery, status: string) => void;
 }
 
 /**
@@ -76,8 +78,9 @@ export class AgentGateway {
       concurrency: Math.max(d.config.deliveryConcurrency, AGENT_WINDOW) * 2,
       leaseMs: d.config.deliveryLeaseMs,
       pollMs: d.config.deliveryPollMs,
-      // an agent whose link is full takes no more claims until it has room
-      agentIds: () => [...this.links.values()].filter((l) => l.load < AGENT_WINDOW).map((l) => l.agentId),
+      // an agent whose link is busy takes no more claims until it has room (the link wakes the worker then)
+      agentIds: () => [...this.links.values()].filter((l) => l.hasRoom).map((l) => l.agentId),
+      onSettled: d.onSettled,
     });
   }
 
@@ -131,7 +134,7 @@ export class AgentGateway {
       return typeof v === 'string' ? v.slice(0, 100) : null;
     };
     const connectionId = randomUUID();
-    const link = new AgentLink(agent.id, connectionId, ws, AGENT_WINDOW);
+    const link = new AgentLink(agent.id, connectionId, ws, AGENT_WINDOW, () => this.worker.wake());
     ws.on('error', (err) => this.d.logger.debug({ err, agent: agent.id }, 'agent socket error'));
     ws.on('pong', () => (link.lastHeard = Date.now()));
     ws.on('message', (data, isBinary) => {

@@ -45,7 +45,14 @@ export class AgentLink {
     readonly connectionId: string,
     readonly ws: WebSocket,
     private readonly window: number,
+    /** Called when the link's load falls to half its window: room for the worker's next claim. */
+    private readonly onRoom: () => void = () => {},
   ) {}
+
+  /** Whether the worker may claim more for this agent: its load is at most half the window (claims come in batches). */
+  get hasRoom(): boolean {
+    return this.pending.size <= this.window / 2;
+  }
 
   /** Deliveries held by this link (sent or waiting for room). */
   get load(): number {
@@ -118,6 +125,7 @@ export class AgentLink {
     this.forwards++;
     entry.resolve(toAttempt(msg, body, entry));
     this.pump();
+    if (this.pending.size === Math.floor(this.window / 2)) this.onRoom();
     return true;
   }
 }
