@@ -6,6 +6,7 @@ const PUBLIC_DIR = new URL('./public/', import.meta.url);
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/dashboard/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/agents.js': { file: 'agents.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
 };
 

@@ -1,6 +1,8 @@
 // The dashboard is a plain client of the /v1 API: everything it shows, a key
 // can fetch with curl. No framework and no build step; all text from the API
 // goes through textContent, never into markup.
+import { initAgents } from './agents.js';
+
 const $ = (id) => document.getElementById(id);
 const state = { key: localStorage.getItem('weir.key') || '', endpoint: null, oldest: null, timer: null, request: null };
 
@@ -37,6 +39,7 @@ async function signIn() {
     $('app').hidden = false;
     $('signout').hidden = false;
     await loadEndpoints();
+    await agents.start();
   } catch (err) {
     $('signin').hidden = false;
     $('app').hidden = true;
@@ -176,7 +179,8 @@ $('signin-form').onsubmit = (e) => {
   e.preventDefault();
   state.key = $('key').value.trim();
   localStorage.setItem('weir.key', state.key);
-  signIn();
+  const agents = initAgents({ api, el, $ });
+signIn();
 };
 $('signout').onclick = () => {
   localStorage.removeItem('weir.key');
@@ -212,4 +216,5 @@ $('replay').onclick = async () => {
   await api('POST', `/requests/${state.request}/replay`);
   setTimeout(() => loadForwards(state.request), 1000);
 };
+const agents = initAgents({ api, el, $ });
 signIn();
