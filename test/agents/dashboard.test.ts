@@ -55,7 +55,7 @@ describe('dashboard agents panel', () => {
 
     agent = startAgent(m[1], m[2]);
     await agent.waitForEvent((e) => e.event === 'connected', 'the agent to connect');
-    await page.waitForFunction(() => document.querySelector('#agents li.agent span')?.getAttribute('title') === 'connected', undefined, { timeout: 15_000 });
+    await page.waitForSelector('#agents li.agent span[title="connected"]', { timeout: 15_000 });
     assert.match((await page.textContent('#agents li.agent'))!, /connected from \S+ \(v0\.1\.0\)/);
     assert.deepEqual(errors, []);
   });
