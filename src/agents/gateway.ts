@@ -79,7 +79,7 @@ export class AgentGateway {
       leaseMs: d.config.deliveryLeaseMs,
       pollMs: d.config.deliveryPollMs,
       // an agent whose link is busy takes no more claims until it has room (the link wakes the worker then)
-      agentIds: () => [...this.links.values()].filter((l) => l.hasRoom).map((l) => l.agentId),
+      agentIds: () => [...this.links.values()].filter((l) => l.hasRoom && l.ws.readyState === l.ws.OPEN).map((l) => l.agentId),
       onSettled: d.onSettled,
     });
   }
@@ -142,7 +142,8 @@ export class AgentGateway {
       try {
         if (!isBinary) throw new Error('text frame');
         const { header: msg, body } = decodeFrame<AgentMessage>(frameBytes(data as Buffer));
-        if (msg.type === 'result' && !link.settle(msg, body)) throw new Error(`result for unknown delivery ${String(msg.id)}`);
+        // a result for a delivery given back meanwhile (shutdown) is late, not malformed: it is dropped
+        if (msg.type === 'result' && !link.settle(msg, body)) this.d.logger.debug({ agent: agent.id, delivery: msg.id }, 'late result ignored');
       } catch (err) {
         this.d.logger.warn({ err, agent: agent.id }, 'agent sent a malformed frame; closing its link');
         ws.close(CLOSE_PROTOCOL_ERROR, 'malformed frame');
@@ -158,6 +159,8 @@ export class AgentGateway {
         hostname: header('x-weir-agent-hostname'),
       });
       if (!ok) return ws.close(CLOSE_TOKEN_INVALID, 'agent revoked');
+      // closed while registering: the row must not keep naming a dead socket
+      if (link.dropped || ws.readyState !== ws.OPEN) return await unregisterConnection(this.d.db, agent.id, connectionId);
       const previous = this.links.get(agent.id);
       this.links.set(agent.id, link);
       if (previous) await this.closeLink(previous, CLOSE_REPLACED, 'replaced by a newer connection of this agent');
@@ -197,9 +200,9 @@ export class AgentGateway {
 
   /** A link is gone: forget it and release what it held, so it is sent again (first) wherever the agent reconnects. */
   private async dropped(link: AgentLink): Promise<void> {
+    if (this.links.get(link.agentId) === link) this.links.delete(link.agentId);
     if (link.dropped) return;
     link.dropped = true;
-    if (this.links.get(link.agentId) === link) this.links.delete(link.agentId);
     // give the socket a moment to close cleanly, then make sure it is gone
     setTimeout(() => link.ws.terminate(), 1_000).unref();
     try {
