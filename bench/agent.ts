@@ -19,11 +19,7 @@ import { Agent } from 'undici';
 import { enrollAgent } from '../src/agents/agents.ts';
 import { AgentGateway } from '../src/agents/gateway.ts';
 import { loadConfig } from '../src/config.ts';
-import type { Db } from '../src/db/db.ts';
 import { newId } from '../src/db/ids.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { openPglite } from '../src/db/pglite.ts';
-import { openPostgres } from '../src/db/postgres.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
@@ -32,7 +28,7 @@ import { createOrganization } from '../src/orgs/organizations.ts';
 import { DEFAULT_PLANS } from '../src/orgs/plans.ts';
 import { idTime } from '../src/requests/capture-ids.ts';
 import type { Capture } from '../src/requests/captures.ts';
-import { createFreshDatabase } from '../test/helpers/db.ts';
+import { openBenchDb } from './bench-db.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
 import { WEIR_BIN, cleanEnv, ROOT } from '../test/helpers/weir-process.ts';
@@ -56,14 +52,7 @@ const arrivals = () =>
     receiver.send('report');
   });
 
-let db: Db;
-let drop = async () => {};
-if (process.env.DATABASE_URL) {
-  const fresh = await createFreshDatabase();
-  db = await openPostgres(fresh.url, { poolSize: 10 });
-  drop = fresh.drop;
-} else db = await openPglite();
-await migrate(db);
+const { db, drop } = await openBenchDb();
 const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
 const httpsEndpoint = await insertEndpoint(db, org.id, { forwardUrl: `https://127.0.0.1:${ports.https}/hook` });
 const agentEndpoint = await insertEndpoint(db, org.id);

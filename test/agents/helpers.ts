@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { cleanEnv, http as api, WEIR_BIN, ROOT, type WeirProcess } from '../helpers/weir-process.ts';
 import type { Received, Reply } from '../helpers/https.ts';
@@ -159,4 +160,29 @@ export function roomyPlans(): string {
   const path = join(tmpdir(), `weir-agent-plans-${process.pid}.json`);
   writeFileSync(path, JSON.stringify({ free: { max_agents: 100 } }));
   return path;
+}
+
+/** Agent processes and local servers for the enclosing describe(), killed and closed after each test. */
+export function useAgentsAndServers(): { agent(server: string, token: string): AgentProcess; local(...args: Parameters<typeof startLocalServer>): Promise<LocalServer> } {
+  const agents: AgentProcess[] = [];
+  const servers: LocalServer[] = [];
+  afterEach(async () => {
+    for (const a of agents.splice(0)) {
+      a.child.kill('SIGKILL');
+      await a.exited;
+    }
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return {
+    agent(server, token) {
+      const a = startAgent(server, token);
+      agents.push(a);
+      return a;
+    },
+    async local(...args) {
+      const s = await startLocalServer(...args);
+      servers.push(s);
+      return s;
+    },
+  };
 }

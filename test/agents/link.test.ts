@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import Stripe from 'stripe';
 import { waitUntil } from '../delivery/helpers.ts';
 import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
-import { agentDestination, capture, roomyPlans, startAgent, startLocalServer, type AgentProcess, type LocalServer } from './helpers.ts';
+import { agentDestination, capture, roomyPlans, useAgentsAndServers, type AgentProcess, type LocalServer } from './helpers.ts';
 
 const stripe = new Stripe('sk_test_not_used_for_network');
 
@@ -16,36 +16,20 @@ describe('weir agent against a running Weir', () => {
   let store: Store;
   let weir: WeirProcess;
   let key: string;
-  const agents: AgentProcess[] = [];
-  const servers: LocalServer[] = [];
+  const run = useAgentsAndServers();
 
   before(async () => {
     store = await freshStore();
     weir = await startWeirProcess({ ...store.env, WEIR_PLANS: roomyPlans() });
     key = weir.bootstrapKey!;
   });
-  afterEach(async () => {
-    for (const a of agents.splice(0)) {
-      a.child.kill('SIGKILL');
-      await a.exited;
-    }
-    await Promise.all(servers.splice(0).map((s) => s.close()));
-  });
   after(async () => {
     await weir?.stop('SIGKILL');
     await store?.drop();
   });
 
-  const local = async (...args: Parameters<typeof startLocalServer>) => {
-    const s = await startLocalServer(...args);
-    servers.push(s);
-    return s;
-  };
-  const agent = (token: string) => {
-    const a = startAgent(weir.base, token);
-    agents.push(a);
-    return a;
-  };
+  const local = run.local;
+  const agent = (token: string) => run.agent(weir.base, token);
   const connected = (a: AgentProcess, n = 1) => a.waitForEvent(() => a.events.filter((e) => e.event === 'connected' || e.event === 'reconnected').length >= n, 'the agent to connect');
   const forwards = async (requestId: string) => (await http(weir.base, 'GET', `/v1/requests/${requestId}/forwards`, { token: key })).json.data.data;
   const settled = (requestId: string, status = 'succeeded') =>

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { waitUntil } from '../delivery/helpers.ts';
 import { createFreshDatabase, onPostgres } from '../helpers/db.ts';
 import { http, startWeirProcess, type WeirProcess } from '../helpers/weir-process.ts';
-import { agentDestination, capture, roomyPlans, startAgent, startLocalServer, type AgentProcess, type LocalServer } from './helpers.ts';
+import { agentDestination, capture, roomyPlans, useAgentsAndServers, type AgentProcess } from './helpers.ts';
 
 describe('agents with two Weir nodes on one PostgreSQL', { skip: onPostgres ? false : 'needs PostgreSQL: several processes share one database' }, () => {
   let url: string;
@@ -14,8 +14,7 @@ describe('agents with two Weir nodes on one PostgreSQL', { skip: onPostgres ? fa
   let a: WeirProcess;
   let b: WeirProcess;
   let key: string;
-  const agents: AgentProcess[] = [];
-  const servers: LocalServer[] = [];
+  const run = useAgentsAndServers();
 
   before(async () => {
     ({ url, drop } = await createFreshDatabase());
@@ -24,24 +23,13 @@ describe('agents with two Weir nodes on one PostgreSQL', { skip: onPostgres ? fa
     key = a.bootstrapKey!;
     db = await openPostgres(url, { poolSize: 2 });
   });
-  afterEach(async () => {
-    for (const x of agents.splice(0)) {
-      x.child.kill('SIGKILL');
-      await x.exited;
-    }
-    await Promise.all(servers.splice(0).map((s) => s.close()));
-  });
   after(async () => {
     await Promise.all([a?.stop('SIGKILL'), b?.stop('SIGKILL')]);
     await db?.close();
     await drop?.();
   });
 
-  const agent = (node: WeirProcess, token: string) => {
-    const x = startAgent(node.base, token);
-    agents.push(x);
-    return x;
-  };
+  const agent = (node: WeirProcess, token: string) => run.agent(node.base, token);
   const hello = (x: AgentProcess) => x.waitForEvent((e) => e.event === 'connected', 'the agent to connect');
   const attemptNodes = async (requestId: string) =>
     (await db.query<{ node: string }>(`select t.node from delivery_attempts t join deliveries d on d.id = t.delivery_id where d.request_id = $1::uuid`, [requestId])).rows.map((r) => r.node);
@@ -49,8 +37,7 @@ describe('agents with two Weir nodes on one PostgreSQL', { skip: onPostgres ? fa
     waitUntil(async () => (await db.query(`select 1 from deliveries where request_id = $1::uuid and status = 'succeeded'`, [requestId])).rows.length === 1, `delivery of ${requestId}`);
 
   it('the node holding the socket delivers what another node captured, and any node reports where the agent is', async () => {
-    const rx = await startLocalServer();
-    servers.push(rx);
+    const rx = await run.local();
     const setup = await agentDestination(a, key, { port: rx.port });
     const x = agent(a, setup.token);
     const { node } = await hello(x);
@@ -66,8 +53,7 @@ describe('agents with two Weir nodes on one PostgreSQL', { skip: onPostgres ? fa
 
   it('an agent that comes back on the other node continues there, in order, the interrupted forward first', async () => {
     let hung = false;
-    const rx = await startLocalServer({ reply: (r) => (r.body.toString() === '{"n":1}' && !hung ? ((hung = true), 'hang') : {}) });
-    servers.push(rx);
+    const rx = await run.local({ reply: (r) => (r.body.toString() === '{"n":1}' && !hung ? ((hung = true), 'hang') : {}) });
     const setup = await agentDestination(a, key, { port: rx.port });
     const onA = agent(a, setup.token);
     const helloA = await hello(onA);
@@ -88,8 +74,7 @@ describe('agents with two Weir nodes on one PostgreSQL', { skip: onPostgres ? fa
   });
 
   it('revoking through one node closes the link held by the other', async () => {
-    const rx = await startLocalServer();
-    servers.push(rx);
+    const rx = await run.local();
     const setup = await agentDestination(a, key, { port: rx.port });
     const x = agent(a, setup.token);
     await hello(x);
