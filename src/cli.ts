@@ -86,7 +86,9 @@ try {
     case 'agent': {
       const { runAgentCommand } = await import('./agents/agent-command.ts');
       process.exitCode = await runAgentCommand(rest, process.env);
-      // undici keep-alive sockets and timers must not hold the process open
+      // undici keep-alive sockets and timers must not hold the process open;
+      // stdout to a pipe is asynchronous, so let the summary out first
+      await new Promise((resolve) => process.stdout.write('', resolve));
       process.exit();
       break;
     }
