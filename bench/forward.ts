@@ -20,12 +20,8 @@ import { fork } from 'node:child_process';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import pino from 'pino';
 import { Agent } from 'undici';
-import type { Db } from '../src/db/db.ts';
 import { loadConfig } from '../src/config.ts';
 import { newId } from '../src/db/ids.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { openPglite } from '../src/db/pglite.ts';
-import { openPostgres } from '../src/db/postgres.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
@@ -34,7 +30,7 @@ import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { idTime } from '../src/requests/capture-ids.ts';
 import type { Capture } from '../src/requests/captures.ts';
-import { createFreshDatabase } from '../test/helpers/db.ts';
+import { openBenchDb } from './bench-db.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
 
@@ -68,16 +64,7 @@ function arrivals(): Promise<Map<string, number>> {
 }
 
 // --- the database -----------------------------------------------------------
-let db: Db;
-let drop = async () => {};
-if (process.env.DATABASE_URL) {
-  const fresh = await createFreshDatabase();
-  db = await openPostgres(fresh.url, { poolSize: 10 });
-  drop = fresh.drop;
-} else {
-  db = await openPglite();
-}
-await migrate(db);
+const { db, drop } = await openBenchDb();
 const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
 const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
 

@@ -6,7 +6,8 @@ import { ConfigError, loadConfig } from './config.ts';
 const USAGE = `usage: weir <command>
   serve     start a Weir node (API, dashboard and ingest listeners)
   migrate   apply database migrations and exit
-  admin     call the operator API (weir admin --help)`;
+  admin     call the operator API (weir admin --help)
+  agent     forward to this machine's loopback ports (weir agent --help)`;
 
 function configOrExit() {
   try {
@@ -80,6 +81,15 @@ try {
     case 'admin': {
       const { runAdmin } = await import('./cli/admin.ts');
       process.exitCode = await runAdmin(rest, process.env);
+      break;
+    }
+    case 'agent': {
+      const { runAgentCommand } = await import('./agents/agent-command.ts');
+      process.exitCode = await runAgentCommand(rest, process.env);
+      // undici keep-alive sockets and timers must not hold the process open;
+      // stdout to a pipe is asynchronous, so let the summary out first
+      await new Promise((resolve) => process.stdout.write('', resolve));
+      process.exit();
       break;
     }
     default:

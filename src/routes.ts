@@ -1,4 +1,5 @@
 import { adminRoutes } from './admin/routes.ts';
+import { agentRoutes } from './agents/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import { destinationRoutes } from './destinations/routes.ts';
@@ -11,6 +12,6 @@ import { requestRoutes } from './requests/routes.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
-  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes, incidentRoutes],
+  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes, incidentRoutes, agentRoutes],
   root: [adminRoutes, dashboardRoutes],
 };

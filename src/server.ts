@@ -4,8 +4,9 @@ import { urlHost, type Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { openDb } from './db/open.ts';
+import { AgentGateway } from './agents/gateway.ts';
 import { releaseOrphanedLeases } from './delivery/claim.ts';
-import { startDelivery } from './delivery/start.ts';
+import { nodeName, startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
 import { startIncidents } from './incidents/start.ts';
 import { startIngest } from './ingest/server.ts';
@@ -72,6 +73,10 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
     const incidents = startIncidents({ db, logger, asnCsv: config.asnDb });
     started.push(() => incidents.stop());
+    // agents dial this listener; their deliveries are claimed by the node holding their socket (src/agents/gateway.ts)
+    const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName() });
+    await agents.start(app.server);
+    started.push(() => agents.stop());
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
@@ -87,6 +92,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
         // Both listeners stop taking connections and finish what is in
         // flight first; only then do the notifications and the database go.
         closing ??= (async () => {
+          // agent links first: they are upgraded sockets the API listener would wait for
+          await agents.stop();
           await Promise.all([app.close(), ingest.close()]);
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();

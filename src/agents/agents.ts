@@ -23,9 +23,24 @@ export interface Agent {
   last_seen_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** A node holds its link and vouched for it within PRESENCE_STALE_SECONDS. */
+  connected: boolean;
+  connected_node: string | null;
+  connected_at: Date | null;
+  agent_version: string | null;
+  hostname: string | null;
 }
 
-const COLUMNS = 'id, organization_id, name, environment, created_by, revoked_at, last_seen_at, created_at, updated_at';
+/**
+ * A holding node refreshes heartbeat_at every few seconds
+ * (src/agents/presence.ts); a row it stopped refreshing (the node died) reads
+ * as disconnected after this long, on every node.
+ */
+export const PRESENCE_STALE_SECONDS = 15;
+
+export const COLUMNS = `id, organization_id, name, environment, created_by, revoked_at, last_seen_at, created_at, updated_at,
+  (connection_id is not null and heartbeat_at > now() - interval '${PRESENCE_STALE_SECONDS} seconds') as connected,
+  connected_node, connected_at, agent_version, hostname`;
 
 /** Prefix of agent tokens, so secret scanners and humans can tell them from API keys (`wr_live_...`). */
 export const AGENT_TOKEN_PREFIX = 'wr_agent_';
@@ -36,7 +51,7 @@ export function hashAgentToken(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest();
 }
 
-function generateAgentToken(): string {
+export function generateAgentToken(): string {
   // 256 bits from the CSPRNG; only its sha256 is stored.
   return AGENT_TOKEN_PREFIX + randomBytes(32).toString('base64url');
 }
@@ -105,23 +120,8 @@ export async function enrollAgent(db: Db | Queryable, input: EnrollAgentInput, p
     const org = await getOrganization(tx, input.organizationId);
     if (!org) return { ok: false, reason: 'organization_not_found' };
     if (input.environment === 'production') {
-      // Two enrollments racing past the count would both fit under the cap:
-      // a per-organization advisory lock (held to commit) serialises them
-      // without locking the organizations row every other table references.
-      await tx.query(`select pg_advisory_xact_lock(hashtextextended('weir.agents.enroll:' || $1::text, 0))`, [org.id]);
-      const limit = plans[org.plan].max_agents;
-      const { rows } = await tx.query<{ n: number }>(
-        `select count(*)::int as n from agents where organization_id = $1::uuid and environment = 'production' and revoked_at is null`,
-        [org.id],
-      );
-      if (rows[0].n >= limit) {
-        return {
-          ok: false,
-          reason: 'plan_limit',
-          limit,
-          message: `The ${org.plan} plan allows ${limit} production agent${limit === 1 ? '' : 's'}; revoke one or enroll this one as development.`,
-        };
-      }
+      const full = await productionCapReached(tx, org, plans);
+      if (full) return full;
     }
     const token = generateAgentToken();
     const { rows } = await tx.query<Agent>(
@@ -136,7 +136,34 @@ export async function enrollAgent(db: Db | Queryable, input: EnrollAgentInput, p
   });
 }
 
+/**
+ * The plan_limit refusal when the organization already has `max_agents` live
+ * production agents, else undefined. Takes a per-organization advisory lock
+ * (held to commit) first: two enrollments or promotions racing past the count
+ * would both fit under the cap, and the lock serialises them without locking
+ * the organizations row every other table references.
+ */
+export async function productionCapReached(
+  tx: Queryable,
+  org: { id: string; plan: keyof PlanTable },
+  plans: PlanTable,
+): Promise<{ ok: false; reason: 'plan_limit'; message: string; limit: number } | undefined> {
+  await tx.query(`select pg_advisory_xact_lock(hashtextextended('weir.agents.enroll:' || $1::text, 0))`, [org.id]);
+  const limit = plans[org.plan].max_agents;
+  const { rows } = await tx.query<{ n: number }>(
+    `select count(*)::int as n from agents where organization_id = $1::uuid and environment = 'production' and revoked_at is null`,
+    [org.id],
+  );
+  if (rows[0].n < limit) return undefined;
+  return {
+    ok: false,
+    reason: 'plan_limit',
+    limit,
+    message: `The ${org.plan} plan allows ${limit} production agent${limit === 1 ? '' : 's'}; revoke one or use a development agent.`,
+  };
+}
+
 /** fn in a transaction: a new one on a Db, the caller's own when handed a transaction. */
-function inTransaction<T>(db: Db | Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+export function inTransaction<T>(db: Db | Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   return 'transaction' in db ? db.transaction(fn) : fn(db);
 }

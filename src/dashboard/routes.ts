@@ -7,6 +7,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/dashboard/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/incidents.js': { file: 'incidents.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/agents.js': { file: 'agents.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
 };
 

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
-import { DEFAULT_RETRY } from './retry-policy.ts';
+import { agentRetry, DEFAULT_RETRY } from './retry-policy.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
 
 /**
@@ -44,6 +44,9 @@ interface ClaimRow {
   retry_enabled: boolean | null;
   retry_schedule: number[] | null;
   intelligent_retry: boolean | null;
+  target_port: number | null;
+  target_path: string | null;
+  agent_environment: 'production' | 'development' | null;
   db_now: Date;
 }
 
@@ -151,6 +154,8 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
             -- hex text, decoded natively below: PGlite's bytea parser works byte by byte in JavaScript
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+            -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
+            fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
             statement_timestamp() as db_now
        from claimed c
        -- a range, not equality: received_at may carry microseconds the
@@ -159,7 +164,8 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
               on c.status = 'in_flight' and cr.id = c.request_id
              and cr.received_at between c.request_received_at - interval '1 millisecond'
                                     and c.request_received_at + interval '1 millisecond'
-       left join forward_destinations fd on fd.id = c.forward_destination_id`,
+       left join forward_destinations fd on fd.id = c.forward_destination_id
+       left join agents a on a.id = c.agent_id`,
     [o.destinationType, o.agentIds ?? null, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node],
   );
   if (rows.length === 0) return { claimed: [], rescheduled: 0 };
@@ -187,12 +193,21 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
       // the forward_url has no row: it is always enabled, with the default retry settings
       enabled: r.forward_destination_id === null ? true : r.enabled === true,
       methodOverride: r.method_override,
+      targetPort: r.target_port,
+      targetPath: r.target_path,
+      agentEnvironment: r.agent_environment,
       retry:
-        r.forward_destination_id === null || r.retry_enabled === null
-          ? DEFAULT_RETRY
-          : { retryEnabled: r.retry_enabled, schedule: r.retry_schedule ?? [], intelligent: r.intelligent_retry ?? true },
+        r.destination_type === 'agent'
+          ? agentRetry(r.agent_environment)
+          : r.forward_destination_id === null || r.retry_enabled === null
+            ? DEFAULT_RETRY
+            : { retryEnabled: r.retry_enabled, schedule: r.retry_schedule ?? [], intelligent: r.intelligent_retry ?? true },
     });
   }
+  // The update returns rows in no particular order; a delivery id starts
+  // with its capture's id, so this launches a batch in capture order (an
+  // agent forwards each destination's deliveries in the order it gets them).
+  claimed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { claimed, rescheduled: rows.length - claimed.length };
 }
 
@@ -216,24 +231,35 @@ export async function requeueExpiredLeases(db: Queryable, opts: { everyLease?: b
   return rowCount;
 }
 
-/** Gives back leases this worker will not finish (shutdown): due again now, for any node. */
-export async function releaseLeases(db: Queryable, leaseIds: readonly string[]): Promise<number> {
+/**
+ * Gives back leases this worker will not finish (shutdown): due again now, for
+ * any node. `keepDue` keeps their due time instead, so they stay ahead of
+ * deliveries queued after them (an agent link that dropped: what it had in
+ * flight goes first when the agent returns).
+ */
+export async function releaseLeases(db: Queryable, leaseIds: readonly string[], opts: { keepDue?: boolean } = {}): Promise<number> {
   if (leaseIds.length === 0) return 0;
   const { rowCount } = await db.query(
     `update deliveries
-        set status = 'pending', next_attempt_at = now(), paced_slot = null,
+        set status = 'pending', next_attempt_at = case when $2::boolean then least(next_attempt_at, now()) else now() end, paced_slot = null,
             lease_until = null, leased_by = null, lease_id = null, updated_at = now()
       where lease_id = any($1::uuid[]) and status = 'in_flight'`,
-    [leaseIds],
+    [leaseIds, opts.keepDue ?? false],
   );
   return rowCount;
 }
 
-/** When the earliest waiting delivery of this type comes due (a retry or a paced slot), in this process's clock. */
-export async function nextDueAt(db: Queryable, destinationType: DestinationType): Promise<number | null> {
+/**
+ * When the earliest waiting delivery of this type (of these agents, for an
+ * agent worker) comes due (a retry or a paced slot), in this process's clock.
+ * Filtered like the claim: a disconnected agent's waiting deliveries are due
+ * but not this worker's, and must not wake it again and again.
+ */
+export async function nextDueAt(db: Queryable, destinationType: DestinationType, agentIds: readonly string[] | null = null): Promise<number | null> {
   const { rows } = await db.query<{ at: Date | null; db_now: Date }>(
-    `select (select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1) as at, now() as db_now`,
-    [destinationType],
+    `select (select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1
+                and ($2::uuid[] is null or agent_id = any($2::uuid[]))) as at, now() as db_now`,
+    [destinationType, agentIds],
   );
   const r = rows[0];
   if (!r?.at) return null;
@@ -249,4 +275,19 @@ export async function nextDueAt(db: Queryable, destinationType: DestinationType)
  */
 export function releaseOrphanedLeases(db: Queryable): Promise<number> {
   return requeueExpiredLeases(db, { everyLease: true });
+}
+
+/**
+ * Extends leases a live worker still holds: an agent's deliveries may wait
+ * on its link (one destination's forwards go one at a time) longer than one
+ * lease, and must not be handed out twice while the link is healthy.
+ */
+export async function renewLeases(db: Queryable, leaseIds: readonly string[], leaseMs: number): Promise<number> {
+  if (leaseIds.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `update deliveries set lease_until = now() + $2 * interval '1 millisecond'
+      where lease_id = any($1::uuid[]) and status = 'in_flight'`,
+    [leaseIds, leaseMs],
+  );
+  return rowCount;
 }

@@ -161,7 +161,7 @@ export class HttpTransport implements Transport {
   }
 }
 
-async function readCapped(stream: AsyncIterable<Buffer>, cap: number): Promise<{ body: Buffer; truncated: boolean; error?: unknown }> {
+export async function readCapped(stream: AsyncIterable<Buffer>, cap: number): Promise<{ body: Buffer; truncated: boolean; error?: unknown }> {
   const chunks: Buffer[] = [];
   let size = 0;
   let truncated = false;

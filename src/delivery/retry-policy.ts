@@ -10,6 +10,8 @@ export interface RetrySettings {
   schedule: readonly number[];
   /** Retry only what can succeed later, honouring Retry-After (see decide()). */
   intelligent: boolean;
+  /** Why retries are off, for the delivery's last_error (default: the destination's setting). */
+  noRetryReason?: string;
 }
 
 /** Svix's schedule (the forward_destinations column default): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
@@ -17,6 +19,18 @@ export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18
 
 /** The settings of an endpoint's forward_url, which has no row to hold any. */
 export const DEFAULT_RETRY: RetrySettings = { retryEnabled: true, schedule: DEFAULT_RETRY_SCHEDULE, intelligent: true };
+
+/** Development agents never retry: a failure is final, recorded as failed. */
+export const NO_RETRY: RetrySettings = { retryEnabled: false, schedule: [], intelligent: true, noRetryReason: 'development agents never retry' };
+
+/**
+ * Agent destinations retry by environment, whatever their retry columns say
+ * (the specification): production agents retry retryable failures on the
+ * default schedule, development agents never.
+ */
+export function agentRetry(environment: 'production' | 'development' | null): RetrySettings {
+  return environment === 'production' ? DEFAULT_RETRY : NO_RETRY;
+}
 
 /** A Retry-After longer than this is clamped: one slow destination must not park a delivery for days. */
 export const RETRY_AFTER_CAP_SECONDS = 3600;
@@ -90,7 +104,7 @@ export function decide(o: AttemptOutcome, settings: RetrySettings, attempt: numb
   if (!o.errorClass && isSuccess(o.statusCode)) return { status: 'succeeded' };
   const what = o.statusCode !== undefined ? `HTTP ${o.statusCode}` : (o.errorClass ?? 'error');
   if (o.errorClass && PERMANENT.has(o.errorClass)) return { status: 'failed', reason: `${what} cannot succeed on retry` };
-  if (!settings.retryEnabled) return { status: 'failed', reason: `${what}; retries are disabled for this destination` };
+  if (!settings.retryEnabled) return { status: 'failed', reason: `${what}; ${settings.noRetryReason ?? 'retries are disabled for this destination'}` };
   if (settings.intelligent && !isRetryable(o)) return { status: 'failed', reason: `${what} is not retried` };
   const next = settings.schedule[attempt - 1];
   if (next === undefined) return { status: 'dead', reason: `${what} after ${attempt} attempt${attempt === 1 ? '' : 's'}; the retry schedule is exhausted` };

@@ -25,6 +25,11 @@ export interface ClaimedDelivery {
   /** A destination disabled after the delivery was queued is skipped. */
   enabled: boolean;
   methodOverride: string | null;
+  /** Agent deliveries: the loopback port and path on the agent's machine, as the destination says now. */
+  targetPort?: number | null;
+  targetPath?: string | null;
+  /** Agent deliveries: the agent's environment, downgraded by the destination's environment_override. */
+  agentEnvironment?: 'production' | 'development' | null;
   retry: RetrySettings;
 }
 

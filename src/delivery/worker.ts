@@ -93,12 +93,15 @@ export class DeliveryWorker {
         }
         const free = this.o.concurrency - this.inflight.size;
         const want = Math.min(free, this.o.batchSize ?? this.o.concurrency);
+        const agentIds = this.o.agentIds?.() ?? null;
+        // no agent connected (or none with room): nothing this worker may claim
+        if (agentIds?.length === 0) this.backlog = false;
         // With due work left behind, claim only once a batch's worth of
         // slots is free: one claim per batch, not one per finished forward.
-        if (want >= (this.backlog ? this.refill : 1)) {
+        else if (want >= (this.backlog ? this.refill : 1)) {
           const { claimed, rescheduled } = await claimDeliveries(this.o.db, {
             destinationType: this.o.transport.destinationType,
-            agentIds: this.o.agentIds?.() ?? null,
+            agentIds,
             limit: want,
             leaseMs: this.o.leaseMs,
             node: this.o.node,
@@ -108,8 +111,8 @@ export class DeliveryWorker {
           this.backlog = claimed.length + rescheduled >= want;
           if (this.backlog && this.o.concurrency - this.inflight.size >= this.refill) continue;
         }
-        if (!this.backlog) {
-          const due = await nextDueAt(this.o.db, this.o.transport.destinationType);
+        if (!this.backlog && agentIds?.length !== 0) {
+          const due = await nextDueAt(this.o.db, this.o.transport.destinationType, agentIds);
           if (due !== null) sleepUntil = Math.min(sleepUntil, Math.max(due, Date.now()));
         }
       } catch (err) {
@@ -176,6 +179,26 @@ export class DeliveryWorker {
     if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
     else if (decision.status === 'pending') this.wakeBy(Date.now() + decision.delaySeconds * 1000);
     this.o.onSettled?.(d, decision.status);
+  }
+
+  /**
+   * Gives up the in-flight deliveries `which` selects without recording an
+   * outcome (an agent's link dropped: whether they arrived is unknown):
+   * aborts them, then releases their leases keeping their due time, so they
+   * are sent again, first, wherever the agent reconnects.
+   */
+  async abandon(which: (d: ClaimedDelivery) => boolean): Promise<number> {
+    const left = [...this.inflight.values()].filter((f) => which(f.delivery));
+    for (const f of left) f.abort.abort();
+    await Promise.all(left.map((f) => f.done));
+    const n = await releaseLeases(this.o.db, left.map((f) => f.delivery.leaseId), { keepDue: true });
+    if (left.length > 0) this.wake();
+    return n;
+  }
+
+  /** The deliveries this worker holds right now. */
+  inFlightDeliveries(): ClaimedDelivery[] {
+    return [...this.inflight.values()].map((f) => f.delivery);
   }
 
   /**

@@ -2,6 +2,7 @@
 // can fetch with curl. No framework and no build step; all text from the API
 // goes through textContent, never into markup.
 import { initIncidents } from './incidents.js';
+import { initAgents } from './agents.js';
 
 const $ = (id) => document.getElementById(id);
 const state = { key: localStorage.getItem('weir.key') || '', endpoint: null, oldest: null, timer: null, request: null };
@@ -40,6 +41,7 @@ async function signIn() {
     $('signout').hidden = false;
     $('nav').hidden = false;
     await loadEndpoints();
+    await agents.start();
   } catch (err) {
     $('signin').hidden = false;
     $('app').hidden = true;
@@ -179,7 +181,8 @@ $('signin-form').onsubmit = (e) => {
   e.preventDefault();
   state.key = $('key').value.trim();
   localStorage.setItem('weir.key', state.key);
-  signIn();
+  const agents = initAgents({ api, el, $ });
+signIn();
 };
 $('signout').onclick = () => {
   localStorage.removeItem('weir.key');
@@ -216,4 +219,5 @@ $('replay').onclick = async () => {
   setTimeout(() => loadForwards(state.request), 1000);
 };
 initIncidents({ api, el });
+const agents = initAgents({ api, el, $ });
 signIn();
