@@ -9,7 +9,10 @@
  *      their incident per second by the correlator, against (a)'s baseline;
  *  (c) paced replay: an incident replay at BENCH_REPLAY_RATE/min to a real
  *      HTTPS receiver on loopback, the rate measured from arrival times,
- *      and its error against the asked rate.
+ *      and its error against the asked rate;
+ *  (d) the completion statement's rate on failures while the correlator
+ *      drains another burst at the same time, against (a). On PGlite (one
+ *      connection) the two take turns; on PostgreSQL they run side by side.
  * The database is PGlite in memory, or a fresh PostgreSQL database beside
  * DATABASE_URL when it is set.
  * Env: BENCH_FAILURES (default 10000), BENCH_REPLAY_RATE (default 600), BENCH_REPLAY_SECONDS (default 20).
@@ -83,6 +86,13 @@ console.log(
   `(b) correlation: ${correlated} failures into ${inc.length} incident (failure_count ${inc[0]?.failure_count}) in ${fmt(correlateMs)} ms = ${fmt(correlatedPerSec)} failures/s: ` +
     `${fmt(correlatedPerSec / successPerSec, 2)} of the completion baseline`,
 );
+
+// (d) the delivery path while the correlator drains a burst: no hot row, so completions go on
+await queue(FAILURES, 'https://127.0.0.1:9/burst');
+await completeAll(503);
+await queue(FAILURES, 'https://127.0.0.1:9/during');
+const [duringPerSec] = await Promise.all([completeAll(503), correlateAll(db)]);
+console.log(`(d) completion while ${FAILURES} failures are being correlated: ${fmt(duringPerSec)} failures/s recorded: ${fmt(duringPerSec / failurePerSec, 2)} of (a)'s rate`);
 
 // (c) paced replay against a real receiver
 const n = Math.max(2, Math.round((REPLAY_RATE * REPLAY_SECONDS) / 60) + 1);

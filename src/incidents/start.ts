@@ -15,6 +15,7 @@ export interface IncidentDeps {
   asnCsv?: string;
   tickMs?: number;
   quietMs?: number;
+  resolveEveryMs?: number;
 }
 
 /**
@@ -32,7 +33,7 @@ export function startIncidents(deps: IncidentDeps): { stop(): Promise<void> } {
   const tick = async () => {
     try {
       await correlateAll(deps.db, { asnCsv: deps.asnCsv });
-      if (Date.now() - lastResolve >= RESOLVE_EVERY_MS) {
+      if (Date.now() - lastResolve >= (deps.resolveEveryMs ?? RESOLVE_EVERY_MS)) {
         lastResolve = Date.now();
         const resolved = await resolveRecovered(deps.db, { quietMs: deps.quietMs ?? QUIET_PERIOD_MS });
         if (resolved.length > 0) log.info({ incidents: resolved }, 'resolved incidents whose destination recovered');

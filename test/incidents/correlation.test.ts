@@ -7,10 +7,11 @@ import { replayRequest } from '../../src/delivery/replay.ts';
 import { correlateAll } from '../../src/incidents/correlate.ts';
 import { resolveRecovered, setIncidentStatus } from '../../src/incidents/lifecycle.ts';
 import { queueIncidentReplay } from '../../src/incidents/replay.ts';
+import { startIncidents } from '../../src/incidents/start.ts';
 import { forwardUrlDestinationId, SYSTEM_ACTOR_ID } from '../../src/incidents/store.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { insertCaptures, insertEndpoint, insertForwardDestination } from '../helpers/fixtures.ts';
-import { orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus } from '../delivery/helpers.ts';
+import { orgWithEndpoint, silent, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from '../delivery/helpers.ts';
 import { failureRows, incidents, updates } from './helpers.ts';
 
 const bodies = (n: number, tag = 'x') => Array.from({ length: n }, (_, i) => ({ body: `{"${tag}":${i}}` }));
@@ -178,6 +179,41 @@ describe('incident correlation', () => {
     const [incident] = await incidents(t.db);
     const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId: incident.id, requestsPerMinute: 60, memberId: SYSTEM_ACTOR_ID });
     assert.deepEqual(r, { ok: false, reason: 'nothing_to_replay' });
+  });
+
+  it('updates the likely cause as the evidence changes, with a system update', async () => {
+    const state = { status: 503 };
+    const rx = await t.receiver({ reply: () => ({ status: state.status }) });
+    const ep = await orgWithEndpoint(t.db);
+    await insertForwardDestination(t.db, ep, { url: rx.url, retryEnabled: false });
+    t.worker = await startTestWorker(t.db);
+    await insertCaptures(t.db, ep, bodies(2, 'a'));
+    await waitForStatus(t.db, ['failed'], 2);
+    await correlateAll(t.db);
+    state.status = 401;
+    await insertCaptures(t.db, ep, bodies(10, 'b'));
+    await waitForStatus(t.db, ['failed'], 12);
+    await correlateAll(t.db);
+    const [incident] = await incidents(t.db);
+    assert.equal(incident.likely_cause, 'Credentials rejected: the destination answers 401.');
+    const last = (await updates(t.db, incident.id)).at(-1)!;
+    assert.equal(last.is_system, true);
+    assert.equal(last.body, 'Likely cause changed: Credentials rejected: the destination answers 401.');
+  });
+
+  it('runs by itself on every node: the tick correlates new failures and resolves what recovered', async () => {
+    const { ep, recover } = await flakyDestination(500);
+    const running = startIncidents({ db: t.db, logger: silent, tickMs: 50, quietMs: 0, resolveEveryMs: 50 });
+    try {
+      await insertCaptures(t.db, ep, bodies(3));
+      const opened = await waitUntil(async () => (await incidents(t.db)).find((i) => i.failure_count === 3), 'the tick to correlate 3 failures');
+      assert.equal(opened.status, 'open');
+      recover();
+      await insertCaptures(t.db, ep, bodies(1, 'ok'));
+      await waitUntil(async () => (await incidents(t.db))[0].status === 'resolved', 'the tick to resolve the incident');
+    } finally {
+      await running.stop();
+    }
   });
 
   it('fills asn and asn_org from the operator CSV, and reads two failing destinations of one ASN as a provider outage', async () => {

@@ -9,6 +9,14 @@ const INCIDENT_FIELDS = [
   'first_failure_at', 'last_failure_at', 'is_recurring', 'previous_incident_id', 'investigating_at', 'resolved_at', 'resolved_by',
 ];
 
+/** The routes that change an incident, each with a valid body. */
+const writes = (id: string) =>
+  [
+    ['PATCH', `/v1/incidents/${id}`, { status: 'resolved' }],
+    ['POST', `/v1/incidents/${id}/replay`, { requests_per_minute: 60 }],
+    ['POST', `/v1/incidents/${id}/updates`, { body: 'x' }],
+  ] as const;
+
 describe('incidents API', () => {
   const t = useTestApp();
 
@@ -133,12 +141,7 @@ describe('incidents API', () => {
       const { incidentId } = await seedIncident(t.db, other.org.id);
       const before = await snapshot();
       for (const id of [incidentId, '0190a000-0000-7000-8000-000000000000', 'not-a-uuid']) {
-        for (const [method, path, body] of [
-          ['GET', `/v1/incidents/${id}`, undefined],
-          ['PATCH', `/v1/incidents/${id}`, { status: 'resolved' }],
-          ['POST', `/v1/incidents/${id}/updates`, { body: 'hi' }],
-          ['POST', `/v1/incidents/${id}/replay`, { requests_per_minute: 60 }],
-        ] as const) {
+        for (const [method, path, body] of [['GET', `/v1/incidents/${id}`, undefined] as const, ...writes(id)]) {
           const { status, json } = await call(t.app, method, path, { key: s.key, body });
           assert.equal(status, 404, `${method} ${path}`);
           assert.equal(json.error.code, 'not_found');
@@ -187,11 +190,7 @@ describe('incidents API', () => {
       assert.equal((await call(t.app, 'GET', '/v1/incidents', { key: s.key })).status, 200);
       assert.equal((await call(t.app, 'GET', `/v1/incidents/${incidentId}`, { key: s.key })).status, 200);
       const before = await snapshot();
-      for (const [method, path, body] of [
-        ['PATCH', `/v1/incidents/${incidentId}`, { status: 'resolved' }],
-        ['POST', `/v1/incidents/${incidentId}/replay`, { requests_per_minute: 60 }],
-        ['POST', `/v1/incidents/${incidentId}/updates`, { body: 'x' }],
-      ] as const) {
+      for (const [method, path, body] of writes(incidentId)) {
         const { status, json } = await call(t.app, method, path, { key: s.key, body });
         assert.equal(status, 403, `${method} ${path}`);
         assert.equal(json.error.code, 'forbidden');
@@ -216,11 +215,7 @@ describe('incidents API', () => {
       const before = await snapshot();
       for (const key of [viewer.key, scopedViewer.key]) {
         assert.equal((await call(t.app, 'GET', `/v1/incidents/${incidentId}`, { key })).status, 200, 'a viewer may read');
-        for (const [method, path, body] of [
-          ['PATCH', `/v1/incidents/${incidentId}`, { status: 'resolved' }],
-          ['POST', `/v1/incidents/${incidentId}/replay`, { requests_per_minute: 60 }],
-          ['POST', `/v1/incidents/${incidentId}/updates`, { body: 'x' }],
-        ] as const) {
+        for (const [method, path, body] of writes(incidentId)) {
           const { status, json } = await call(t.app, method, path, { key, body });
           assert.equal(status, 403, `${method} ${path}`);
           assert.equal(json.error.code, 'forbidden');
