@@ -112,9 +112,9 @@ export class AgentGateway {
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const path = (req.url ?? '').split('?')[0];
-    if (path !== AGENT_PATH || this.stopped) {
-      return refuse(socket, 404, 'not_found', this.stopped ? 'This node is shutting down.' : `No WebSocket endpoint at ${path}; agents connect to ${AGENT_PATH}.`);
-    }
+    if (path !== AGENT_PATH) return refuse(socket, 404, 'not_found', `No WebSocket endpoint at ${path}; agents connect to ${AGENT_PATH}.`);
+    // the agent retries, and lands on another node behind a load balancer
+    if (this.stopped) return refuse(socket, 503, 'service_unavailable', 'This Weir node is shutting down; reconnect.');
     const auth = req.headers.authorization ?? '';
     const token = /^Bearer (\S+)$/.exec(auth)?.[1] ?? '';
     let agent: Agent | undefined;

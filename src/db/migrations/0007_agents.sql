@@ -14,3 +14,12 @@ alter table agents
   -- what the agent reported when it connected
   add column agent_version text,
   add column hostname text;
+
+-- The claim walks this index in due order and stops after a batch. Keyed by
+-- destination type first, so that the HTTPS workers never walk the deliveries
+-- of agents that are offline (a production agent's queue waits, in capture
+-- order, for as long as it is away: tens of thousands of rows), and an agent
+-- worker never walks HTTPS rows. Measured on PGlite: with 60,000 waiting agent
+-- deliveries ahead of them, an HTTPS claim took 3x as long on the old index.
+drop index deliveries_due;
+create index deliveries_due on deliveries (destination_type, next_attempt_at) where status = 'pending';
