@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSyn
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { DataDirLockedError, LOCK_FILE, lockDataDir, psProcessInfo, systemProbe, type ProcessProbe } from '../../src/db/data-dir-lock.ts';
+import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.ts';
+import { psProcessInfo, systemProbe, type ProcessProbe } from '../../src/db/process-identity.ts';
 import { http, startWeirProcess } from '../helpers/weir-process.ts';
 
 // The lock is about the embedded database's folder: these tests give Weir a
