@@ -13,14 +13,14 @@ import type { Db, Queryable } from './db.ts';
  * filled at capture rates is read with no statistics for its first minutes,
  * and the planner guesses a handful of rows where there are 200,000.
  *
- * So a pass reads pg_stat_user_tables (which PGlite keeps too) and does what
- * autovacuum would, with its own thresholds:
+ * So a pass reads the counters behind pg_stat_user_tables (PGlite keeps
+ * them too) and does what autovacuum would, with its own thresholds:
  * - analyze a table never analyzed once it has `firstAnalyzeRows` changes;
  * - analyze a capture partition (insert-only, growing) again when it has
  *   doubled, and any other table after 50 + 10% changes (autovacuum's rule);
  * - vacuum a table after 50 + 20% dead rows (autovacuum's rule), or when its
  *   oldest unfrozen transaction id is `freezeAge` old (wraparound).
- * Tables come from pg_stat_user_tables, not a list: new tables are covered
+ * Tables come from the catalog (every user table), not a list: new tables are covered
  * as their migrations add them.
  *
  * With autovacuum on (PostgreSQL's default) only partitions are analyzed
@@ -77,23 +77,29 @@ export interface MaintenanceStep {
   ms: number;
 }
 
-// Every number as float8: bigint columns would come back as strings.
+// The counters through their functions on pg_class rather than the
+// pg_stat_user_tables view, which computes twenty of them a table: a pass
+// runs every second, and on PGlite every other query waits for it. Every
+// number as float8: bigint columns would come back as strings.
 const STATS_SQL = `
-  select format('%I.%I', s.schemaname, s.relname) as ident, s.relname as name, c.relispartition as partition,
-         c.reltuples::float8 as tuples, s.n_mod_since_analyze::float8 as modified, s.n_dead_tup::float8 as dead,
-         (s.last_analyze is not null or s.last_autoanalyze is not null) as analyzed,
+  select format('%I.%I', n.nspname, c.relname) as ident, c.relname as name, c.relispartition as partition,
+         c.reltuples::float8 as tuples,
+         pg_stat_get_mod_since_analyze(c.oid)::float8 as modified,
+         pg_stat_get_dead_tuples(c.oid)::float8 as dead,
+         (pg_stat_get_last_analyze_time(c.oid) is not null or pg_stat_get_last_autoanalyze_time(c.oid) is not null) as analyzed,
          age(c.relfrozenxid)::float8 as xid_age,
          coalesce($1::boolean, current_setting('autovacuum')::boolean and current_setting('track_counts')::boolean)
            and not exists (select 1 from unnest(c.reloptions) o where o ~* '^autovacuum_enabled=(false|off|no|0)$') as autovacuum
-    from pg_stat_user_tables s join pg_class c on c.oid = s.relid
-   where c.relkind = 'r'
-   order by s.relname`;
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where c.relkind = 'r' and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname !~ '^pg_toast'
+   order by c.relname`;
 
 export async function readTableStats(conn: Queryable, autovacuum?: boolean): Promise<TableStats[]> {
   // Counters reach the shared statistics when a backend goes idle, at most
   // once a second; this backend's own go now, so a pass sees its own writes.
   await conn.query('select pg_stat_force_next_flush()');
-  const { rows } = await conn.query<Omit<TableStats, 'xidAge'> & { xid_age: number }>(STATS_SQL, [autovacuum ?? null]);
+  // named: parsed and planned once per connection, not every second
+  const { rows } = await conn.query<Omit<TableStats, 'xidAge'> & { xid_age: number }>(STATS_SQL, [autovacuum ?? null], { name: 'weir_table_stats' });
   return rows.map(({ xid_age, ...r }) => ({ ...r, xidAge: xid_age }));
 }
 
