@@ -19,7 +19,9 @@ import type { Db, Queryable } from './db.ts';
  * - analyze a capture partition (insert-only, growing) again when it has
  *   doubled, and any other table after 50 + 10% changes (autovacuum's rule);
  * - vacuum a table after 50 + 20% dead rows (autovacuum's rule), or when its
- *   oldest unfrozen transaction id is `freezeAge` old (wraparound).
+ *   oldest unfrozen transaction id is `freezeAge` old (wraparound);
+ * - a table's own autovacuum_{analyze,vacuum}_{threshold,scale_factor}
+ *   storage options replace those numbers, as they do for autovacuum.
  * Tables come from the catalog (every user table), not a list: new tables are covered
  * as their migrations add them.
  *
@@ -67,6 +69,11 @@ export interface TableStats {
   xidAge: number;
   /** autovacuum covers this table (server setting and the table's own option). */
   autovacuum: boolean;
+  /**
+   * The table's own autovacuum_* thresholds (ALTER TABLE ... SET), which
+   * Weir follows as autovacuum would: the knob operators already know.
+   */
+  own: { analyzeBase?: number; analyzeScale?: number; vacuumBase?: number; vacuumScale?: number };
 }
 
 export interface MaintenanceStep {
@@ -88,6 +95,10 @@ const STATS_SQL = `
          pg_stat_get_dead_tuples(c.oid)::float8 as dead,
          (pg_stat_get_last_analyze_time(c.oid) is not null or pg_stat_get_last_autoanalyze_time(c.oid) is not null) as analyzed,
          age(c.relfrozenxid)::float8 as xid_age,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_analyze_threshold=%') as analyze_base,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_analyze_scale_factor=%') as analyze_scale,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_vacuum_threshold=%') as vacuum_base,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_vacuum_scale_factor=%') as vacuum_scale,
          coalesce($1::boolean, current_setting('autovacuum')::boolean and current_setting('track_counts')::boolean)
            and not exists (select 1 from unnest(c.reloptions) o where o ~* '^autovacuum_enabled=(false|off|no|0)$') as autovacuum
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -99,8 +110,13 @@ export async function readTableStats(conn: Queryable, autovacuum?: boolean): Pro
   // once a second; this backend's own go now, so a pass sees its own writes.
   await conn.query('select pg_stat_force_next_flush()');
   // named: parsed and planned once per connection, not every second
-  const { rows } = await conn.query<Omit<TableStats, 'xidAge'> & { xid_age: number }>(STATS_SQL, [autovacuum ?? null], { name: 'weir_table_stats' });
-  return rows.map(({ xid_age, ...r }) => ({ ...r, xidAge: xid_age }));
+  type Row = Omit<TableStats, 'xidAge' | 'own'> & { xid_age: number; analyze_base: number | null; analyze_scale: number | null; vacuum_base: number | null; vacuum_scale: number | null };
+  const { rows } = await conn.query<Row>(STATS_SQL, [autovacuum ?? null], { name: 'weir_table_stats' });
+  return rows.map(({ xid_age, analyze_base, analyze_scale, vacuum_base, vacuum_scale, ...r }) => ({
+    ...r,
+    xidAge: xid_age,
+    own: { analyzeBase: analyze_base ?? undefined, analyzeScale: analyze_scale ?? undefined, vacuumBase: vacuum_base ?? undefined, vacuumScale: vacuum_scale ?? undefined },
+  }));
 }
 
 /** What a table needs now, and why; undefined when nothing. */
@@ -110,19 +126,19 @@ export function dueWork(t: TableStats, o: TableMaintenanceOptions = {}): Omit<Ma
   let analyze: string | undefined;
   if (!t.analyzed || t.tuples < 0) {
     if (t.modified >= first) analyze = `never analyzed, ${t.modified} rows changed`;
-  } else if (t.partition) {
+  } else if (t.partition && t.own.analyzeScale === undefined) {
     // A capture partition only grows: statistics from half its size still
     // describe it, and analyzing at each doubling costs a day partition of
     // millions about ten analyzes instead of seventy.
     if (t.modified >= Math.max(size, first)) analyze = `grown by ${t.modified} rows since analyzed at ${size}`;
-  } else if (t.modified >= ANALYZE_BASE + ANALYZE_SCALE * size) {
+  } else if (t.modified >= (t.own.analyzeBase ?? ANALYZE_BASE) + (t.own.analyzeScale ?? ANALYZE_SCALE) * size) {
     analyze = `${t.modified} rows changed of ${size}`;
   }
   // Autovacuum analyzes partitions too, but late (see above): they stay ours.
   if (t.autovacuum && !t.partition) return undefined;
   let vacuum: string | undefined;
   if (!t.autovacuum) {
-    if (t.dead >= VACUUM_BASE + VACUUM_SCALE * size) vacuum = `${t.dead} dead rows of ${size}`;
+    if (t.dead >= (t.own.vacuumBase ?? VACUUM_BASE) + (t.own.vacuumScale ?? VACUUM_SCALE) * size) vacuum = `${t.dead} dead rows of ${size}`;
     else if (t.xidAge >= (o.freezeAge ?? FREEZE_AGE)) vacuum = `transaction id age ${t.xidAge}`;
   }
   if (vacuum) return { action: analyze ? 'vacuum analyze' : 'vacuum', why: analyze ? `${vacuum}; ${analyze}` : vacuum };
