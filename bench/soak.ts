@@ -67,6 +67,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     summarize(`interrupted by ${signal} at ${ids.length} captures`);
     receiver.kill();
+    if (dir) rmSync(dir, { recursive: true, force: true });
     process.exit(1);
   });
 }

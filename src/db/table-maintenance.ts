@@ -13,14 +13,16 @@ import type { Db, Queryable } from './db.ts';
  * filled at capture rates is read with no statistics for its first minutes,
  * and the planner guesses a handful of rows where there are 200,000.
  *
- * So a pass reads pg_stat_user_tables (which PGlite keeps too) and does what
- * autovacuum would, with its own thresholds:
+ * So a pass reads the counters behind pg_stat_user_tables (PGlite keeps
+ * them too) and does what autovacuum would, with its own thresholds:
  * - analyze a table never analyzed once it has `firstAnalyzeRows` changes;
  * - analyze a capture partition (insert-only, growing) again when it has
  *   doubled, and any other table after 50 + 10% changes (autovacuum's rule);
  * - vacuum a table after 50 + 20% dead rows (autovacuum's rule), or when its
- *   oldest unfrozen transaction id is `freezeAge` old (wraparound).
- * Tables come from pg_stat_user_tables, not a list: new tables are covered
+ *   oldest unfrozen transaction id is `freezeAge` old (wraparound);
+ * - a table's own autovacuum_{analyze,vacuum}_{threshold,scale_factor}
+ *   storage options replace those numbers, as they do for autovacuum.
+ * Tables come from the catalog (every user table), not a list: new tables are covered
  * as their migrations add them.
  *
  * With autovacuum on (PostgreSQL's default) only partitions are analyzed
@@ -67,6 +69,11 @@ export interface TableStats {
   xidAge: number;
   /** autovacuum covers this table (server setting and the table's own option). */
   autovacuum: boolean;
+  /**
+   * The table's own autovacuum_* thresholds (ALTER TABLE ... SET), which
+   * Weir follows as autovacuum would: the knob operators already know.
+   */
+  own: { analyzeBase?: number; analyzeScale?: number; vacuumBase?: number; vacuumScale?: number };
 }
 
 export interface MaintenanceStep {
@@ -77,24 +84,39 @@ export interface MaintenanceStep {
   ms: number;
 }
 
-// Every number as float8: bigint columns would come back as strings.
+// The counters through their functions on pg_class rather than the
+// pg_stat_user_tables view, which computes twenty of them a table: a pass
+// runs every second, and on PGlite every other query waits for it. Every
+// number as float8: bigint columns would come back as strings.
 const STATS_SQL = `
-  select format('%I.%I', s.schemaname, s.relname) as ident, s.relname as name, c.relispartition as partition,
-         c.reltuples::float8 as tuples, s.n_mod_since_analyze::float8 as modified, s.n_dead_tup::float8 as dead,
-         (s.last_analyze is not null or s.last_autoanalyze is not null) as analyzed,
+  select format('%I.%I', n.nspname, c.relname) as ident, c.relname as name, c.relispartition as partition,
+         c.reltuples::float8 as tuples,
+         pg_stat_get_mod_since_analyze(c.oid)::float8 as modified,
+         pg_stat_get_dead_tuples(c.oid)::float8 as dead,
+         (pg_stat_get_last_analyze_time(c.oid) is not null or pg_stat_get_last_autoanalyze_time(c.oid) is not null) as analyzed,
          age(c.relfrozenxid)::float8 as xid_age,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_analyze_threshold=%') as analyze_base,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_analyze_scale_factor=%') as analyze_scale,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_vacuum_threshold=%') as vacuum_base,
+         (select split_part(o, '=', 2)::float8 from unnest(c.reloptions) o where o like 'autovacuum_vacuum_scale_factor=%') as vacuum_scale,
          coalesce($1::boolean, current_setting('autovacuum')::boolean and current_setting('track_counts')::boolean)
            and not exists (select 1 from unnest(c.reloptions) o where o ~* '^autovacuum_enabled=(false|off|no|0)$') as autovacuum
-    from pg_stat_user_tables s join pg_class c on c.oid = s.relid
-   where c.relkind = 'r'
-   order by s.relname`;
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where c.relkind = 'r' and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname !~ '^pg_toast'
+   order by c.relname`;
 
 export async function readTableStats(conn: Queryable, autovacuum?: boolean): Promise<TableStats[]> {
   // Counters reach the shared statistics when a backend goes idle, at most
   // once a second; this backend's own go now, so a pass sees its own writes.
   await conn.query('select pg_stat_force_next_flush()');
-  const { rows } = await conn.query<Omit<TableStats, 'xidAge'> & { xid_age: number }>(STATS_SQL, [autovacuum ?? null]);
-  return rows.map(({ xid_age, ...r }) => ({ ...r, xidAge: xid_age }));
+  // named: parsed and planned once per connection, not every second
+  type Row = Omit<TableStats, 'xidAge' | 'own'> & { xid_age: number; analyze_base: number | null; analyze_scale: number | null; vacuum_base: number | null; vacuum_scale: number | null };
+  const { rows } = await conn.query<Row>(STATS_SQL, [autovacuum ?? null], { name: 'weir_table_stats' });
+  return rows.map(({ xid_age, analyze_base, analyze_scale, vacuum_base, vacuum_scale, ...r }) => ({
+    ...r,
+    xidAge: xid_age,
+    own: { analyzeBase: analyze_base ?? undefined, analyzeScale: analyze_scale ?? undefined, vacuumBase: vacuum_base ?? undefined, vacuumScale: vacuum_scale ?? undefined },
+  }));
 }
 
 /** What a table needs now, and why; undefined when nothing. */
@@ -104,19 +126,19 @@ export function dueWork(t: TableStats, o: TableMaintenanceOptions = {}): Omit<Ma
   let analyze: string | undefined;
   if (!t.analyzed || t.tuples < 0) {
     if (t.modified >= first) analyze = `never analyzed, ${t.modified} rows changed`;
-  } else if (t.partition) {
+  } else if (t.partition && t.own.analyzeScale === undefined) {
     // A capture partition only grows: statistics from half its size still
     // describe it, and analyzing at each doubling costs a day partition of
     // millions about ten analyzes instead of seventy.
     if (t.modified >= Math.max(size, first)) analyze = `grown by ${t.modified} rows since analyzed at ${size}`;
-  } else if (t.modified >= ANALYZE_BASE + ANALYZE_SCALE * size) {
+  } else if (t.modified >= (t.own.analyzeBase ?? ANALYZE_BASE) + (t.own.analyzeScale ?? ANALYZE_SCALE) * size) {
     analyze = `${t.modified} rows changed of ${size}`;
   }
   // Autovacuum analyzes partitions too, but late (see above): they stay ours.
   if (t.autovacuum && !t.partition) return undefined;
   let vacuum: string | undefined;
   if (!t.autovacuum) {
-    if (t.dead >= VACUUM_BASE + VACUUM_SCALE * size) vacuum = `${t.dead} dead rows of ${size}`;
+    if (t.dead >= (t.own.vacuumBase ?? VACUUM_BASE) + (t.own.vacuumScale ?? VACUUM_SCALE) * size) vacuum = `${t.dead} dead rows of ${size}`;
     else if (t.xidAge >= (o.freezeAge ?? FREEZE_AGE)) vacuum = `transaction id age ${t.xidAge}`;
   }
   if (vacuum) return { action: analyze ? 'vacuum analyze' : 'vacuum', why: analyze ? `${vacuum}; ${analyze}` : vacuum };

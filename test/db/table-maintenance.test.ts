@@ -21,7 +21,7 @@ before(async () => {
 beforeEach(async () => {
   await resetWithoutPartitions(t);
   // reset() keeps table options; a test that kept autovacuum out of deliveries lets it back in
-  await t.db.exec('alter table deliveries reset (autovacuum_enabled)');
+  await t.db.exec('alter table deliveries reset (autovacuum_enabled, autovacuum_vacuum_scale_factor)');
 });
 after(() => t.close());
 
@@ -123,6 +123,21 @@ describe('table maintenance', () => {
     // versions (4 rounds: about 4 times the size); with it they reuse the
     // space of the previous round's dead rows.
     assert.ok((await size()) <= afterFirst * 1.5, `deliveries grew from ${afterFirst} to ${await size()} bytes`);
+  });
+
+  it("follows a table's own autovacuum_vacuum_scale_factor, as autovacuum would", async () => {
+    const e = await endpoint(t.db);
+    await bulkDeliveries(t.db, e, 5_000);
+    await t.db.exec('alter table deliveries set (autovacuum_enabled = false)');
+    await pass(t.db, { autovacuum: false }); // first analyze: the planner's size of the table is known
+    const dead200 = () => flushed(t.db, `update deliveries set attempt_count = attempt_count + 1 where id in (select id from deliveries order by id limit 200)`);
+    await dead200();
+    assert.deepEqual((await pass(t.db, { autovacuum: false }))?.filter((s) => s.table === 'deliveries' && s.action !== 'analyze'), [], '200 dead rows of 5,000: under 50 + 20%');
+    await t.db.exec('alter table deliveries set (autovacuum_vacuum_scale_factor = 0.01)');
+    await dead200();
+    const steps = (await pass(t.db, { autovacuum: false }))?.filter((s) => s.table === 'deliveries');
+    assert.deepEqual(steps?.map((s) => s.action.startsWith('vacuum')), [true], 'over 50 + 1%');
+    await t.db.exec('alter table deliveries reset (autovacuum_vacuum_scale_factor)');
   });
 
   it('leaves vacuum and unpartitioned tables to a running autovacuum, but still analyzes fresh partitions', { skip: !onPostgres && 'PGlite has no autovacuum' }, async () => {
