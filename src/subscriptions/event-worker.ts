@@ -1,0 +1,159 @@
+import type { Logger } from 'pino';
+import type { Db } from '../db/db.ts';
+import { decide, DEFAULT_RETRY } from '../delivery/retry-policy.ts';
+import type { ClaimedDelivery, Transport } from '../delivery/transport.ts';
+import { EVENTS_CHANNEL } from './emit.ts';
+import { claimEvents, completeEvent, nextEventDueAt, releaseEventLeases, requeueExpiredEvents, type ClaimedEvent } from './queue.ts';
+import { signedHeaders } from './signing.ts';
+
+export interface EventWorkerOptions {
+  db: Db;
+  /** The forwards' HTTPS transport: the same SSRF guard, timeouts and TLS checks. */
+  transport: Transport;
+  logger: Logger;
+  concurrency: number;
+  leaseMs: number;
+  pollMs: number;
+  /** Called after each recorded outcome (tests observe through it). */
+  onSettled?: (event: ClaimedEvent, status: string) => void;
+}
+
+/**
+ * The request an event delivery is, in the shape the HTTPS transport sends:
+ * a POST of the stored payload with fresh Standard Webhooks headers. The
+ * transport adds x-weir-request-id, which here carries the event's id.
+ */
+export function eventRequest(e: ClaimedEvent, now = Date.now()): ClaimedDelivery {
+  return {
+    id: e.id,
+    leaseId: e.leaseId,
+    organizationId: e.organizationId,
+    requestId: e.id,
+    endpointId: '',
+    forwardDestinationId: null,
+    destinationType: 'https',
+    url: e.targetUrl,
+    agentId: null,
+    attemptNumber: e.attemptNumber,
+    sendAt: 0,
+    capture: { id: e.id, method: 'POST', path: '', query: '', headers: signedHeaders(e.secrets, `evt_${e.id}`, e.payload, now), body: Buffer.from(e.payload) },
+    enabled: true,
+    methodOverride: null,
+    retry: DEFAULT_RETRY,
+  };
+}
+
+/**
+ * One node's loop over the event queue: claim, sign, send, record. Like the
+ * forward worker (src/delivery/worker.ts) it sleeps until a NOTIFY, a
+ * finished send, the earliest retry or the safety poll; it is smaller
+ * because events are never paced and never go to agents.
+ */
+export class EventWorker {
+  private readonly inflight = new Map<string, { event: ClaimedEvent; abort: AbortController; done: Promise<void> }>();
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeFlag = false;
+  private wakeResolve: (() => void) | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private lastRecovery = 0;
+
+  constructor(private readonly o: EventWorkerOptions) {}
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.unlisten = await this.o.db.listen(EVENTS_CHANNEL, () => this.wake(), () => this.wake());
+    this.loop = this.run();
+  }
+
+  wake(): void {
+    this.wakeFlag = true;
+    const r = this.wakeResolve;
+    this.wakeResolve = undefined;
+    r?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      this.wakeFlag = false;
+      let sleepUntil = Date.now() + this.o.pollMs;
+      try {
+        if (Date.now() - this.lastRecovery >= this.o.pollMs) {
+          this.lastRecovery = Date.now();
+          const n = await requeueExpiredEvents(this.o.db);
+          if (n > 0) this.o.logger.warn({ count: n }, 'requeued events whose lease expired');
+        }
+        const free = this.o.concurrency - this.inflight.size;
+        if (free > 0) {
+          for (const e of await claimEvents(this.o.db, { limit: free, leaseMs: this.o.leaseMs })) this.launch(e);
+        }
+        const due = await nextEventDueAt(this.o.db);
+        if (due !== null) sleepUntil = Math.min(sleepUntil, Math.max(due, Date.now()));
+      } catch (err) {
+        if (!this.running) break;
+        this.o.logger.error({ err }, 'event claim failed; retrying');
+        sleepUntil = Date.now() + Math.min(1000, this.o.pollMs);
+      }
+      if (!this.running) break;
+      await this.sleep(sleepUntil);
+    }
+  }
+
+  private sleep(until: number): Promise<void> {
+    if (this.wakeFlag) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
+      this.wakeResolve = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private launch(e: ClaimedEvent): void {
+    const abort = new AbortController();
+    const done = this.process(e, abort.signal)
+      .catch((err) => this.o.logger.error({ err, event: e.id }, 'recording an event outcome failed; its lease will expire and it will be retried'))
+      .finally(() => {
+        this.inflight.delete(e.id);
+        // the subscription's next event may go now
+        this.wake();
+      });
+    this.inflight.set(e.id, { event: e, abort, done });
+  }
+
+  private async process(e: ClaimedEvent, signal: AbortSignal): Promise<void> {
+    const result = await this.o.transport.send(eventRequest(e), signal);
+    if (signal.aborted) return;
+    const decision = decide(result, DEFAULT_RETRY, e.attemptNumber);
+    const owned = await completeEvent(this.o.db, e, {
+      statusCode: result.statusCode ?? null,
+      error: result.errorMessage ?? result.errorClass ?? null,
+      decision,
+      gone: result.statusCode === 410,
+    });
+    if (!owned) this.o.logger.warn({ event: e.id }, 'lease lost before the outcome was recorded; another worker retries it');
+    this.o.onSettled?.(e, result.statusCode === 410 ? 'unsubscribed' : decision.status);
+  }
+
+  /** Stops claiming; sends in flight get `graceMs`, the rest give their leases back. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake();
+    await this.unlisten?.().catch(() => {});
+    await this.loop;
+    const all = () => Promise.all([...this.inflight.values()].map((f) => f.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    const left = [...this.inflight.values()];
+    if (left.length > 0) {
+      for (const f of left) f.abort.abort();
+      await all();
+      await releaseEventLeases(this.o.db, left.map((f) => f.event.leaseId)).catch(() => {});
+    }
+    await this.o.transport.close();
+  }
+}
