@@ -58,3 +58,29 @@ create index subscription_events_due on subscription_events (next_attempt_at) wh
 create index subscription_events_leased on subscription_events (lease_until) where status = 'in_flight';
 create index subscription_events_subscription on subscription_events (subscription_id, seq);
 create unique index subscription_events_source on subscription_events (subscription_id, source_id) where source_id is not null;
+
+-- Organization usage (docs/usage.md): each closed UTC day's counts per
+-- organization, rolled up once from the captures' day partition and the
+-- delivery tables (src/usage/rollup.ts), before retention can delete any of
+-- it. Days not rolled up yet (today, and yesterday for its first hour) are
+-- counted from the tables when read. Ingest writes nothing here.
+create table usage_daily (
+  organization_id uuid not null references organizations(id) on delete cascade,
+  day date not null,
+  captures bigint not null default 0,
+  bytes_captured bigint not null default 0,
+  forwards_attempted bigint not null default 0,
+  forwards_succeeded bigint not null default 0,
+  forwards_failed bigint not null default 0,
+  replayed bigint not null default 0,
+  primary key (organization_id, day)
+);
+-- the days whose counts are in usage_daily, for every organization at once
+create table usage_rollups (
+  day date primary key,
+  rolled_at timestamptz not null default now()
+);
+-- Block-range indexes: a few pages, cheap to keep up on append-mostly
+-- tables, enough to read one day (or today) of attempts and replays.
+create index delivery_attempts_started on delivery_attempts using brin (started_at);
+create index deliveries_created on deliveries using brin (created_at);
