@@ -42,18 +42,19 @@ export async function rollupUsage(db: Db, now = Date.now()): Promise<string[] | 
         `insert into usage_daily (organization_id, day, captures, bytes_captured, forwards_attempted, forwards_succeeded, forwards_failed, replayed)
          select org, $1::date, sum(c), sum(b), sum(a), sum(s), sum(f), sum(r) from (
            select organization_id as org, count(*) as c, coalesce(sum(body_size), 0) as b, 0 as a, 0 as s, 0 as f, 0 as r
-             from captured_requests where received_at >= $1::date and received_at < $1::date + 1 group by organization_id
+             from captured_requests where received_at >= $2::timestamptz and received_at < $3::timestamptz group by organization_id
            union all
            select organization_id, 0, 0, count(*), count(*) filter (where error_class is null), count(*) filter (where error_class is not null), 0
-             from delivery_attempts where started_at >= $1::date and started_at < $1::date + 1 group by organization_id
+             from delivery_attempts where started_at >= $2::timestamptz and started_at < $3::timestamptz group by organization_id
            union all
            select organization_id, 0, 0, 0, 0, 0, count(*)
-             from deliveries where replay_batch_id is not null and created_at >= $1::date and created_at < $1::date + 1 group by organization_id
+             from deliveries where replay_batch_id is not null and created_at >= $2::timestamptz and created_at < $3::timestamptz group by organization_id
          ) x
          where exists (select 1 from organizations o where o.id = x.org)
          group by org
          on conflict (organization_id, day) do nothing`,
-        [next],
+        // the day's bounds computed here: a date cast in SQL would take the session's time zone, not UTC
+        [next, `${next}T00:00:00.000Z`, new Date(Date.parse(`${next}T00:00:00Z`) + DAY_MS).toISOString()],
       );
       await tx.query(`insert into usage_rollups (day) values ($1::date)`, [next]);
       return next;
