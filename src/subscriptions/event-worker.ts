@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import { decide, DEFAULT_RETRY } from '../delivery/retry-policy.ts';
 import type { ClaimedDelivery, Transport } from '../delivery/transport.ts';
+import { QueueLoop } from '../delivery/queue-loop.ts';
 import { EVENTS_CHANNEL } from './emit.ts';
 import { claimEvents, completeEvent, nextEventDueAt, releaseEventLeases, requeueExpiredEvents, type ClaimedEvent } from './queue.ts';
 import { signedHeaders } from './signing.ts';
@@ -44,71 +45,32 @@ export function eventRequest(e: ClaimedEvent, now = Date.now()): ClaimedDelivery
 }
 
 /**
- * One node's loop over the event queue: claim, sign, send, record. Like the
- * forward worker (src/delivery/worker.ts) it sleeps until a NOTIFY, a
- * finished send, the earliest retry or the safety poll; it is smaller
- * because events are never paced and never go to agents.
+ * One node's loop over the event queue: claim, sign, send, record. The
+ * forwards' loop (src/delivery/queue-loop.ts) with a simpler pass: events
+ * are never paced and never go to agents.
  */
-export class EventWorker {
-  private readonly inflight = new Map<string, { event: ClaimedEvent; abort: AbortController; done: Promise<void> }>();
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeFlag = false;
-  private wakeResolve: (() => void) | undefined;
-  private unlisten: (() => Promise<void>) | undefined;
-  private lastRecovery = 0;
-
-  constructor(private readonly o: EventWorkerOptions) {}
-
-  async start(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    this.unlisten = await this.o.db.listen(EVENTS_CHANNEL, () => this.wake(), () => this.wake());
-    this.loop = this.run();
-  }
-
-  wake(): void {
-    this.wakeFlag = true;
-    const r = this.wakeResolve;
-    this.wakeResolve = undefined;
-    r?.();
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      this.wakeFlag = false;
-      let sleepUntil = Date.now() + this.o.pollMs;
-      try {
-        if (Date.now() - this.lastRecovery >= this.o.pollMs) {
-          this.lastRecovery = Date.now();
-          const n = await requeueExpiredEvents(this.o.db);
-          if (n > 0) this.o.logger.warn({ count: n }, 'requeued events whose lease expired');
-        }
-        const free = this.o.concurrency - this.inflight.size;
-        if (free > 0) {
-          for (const e of await claimEvents(this.o.db, { limit: free, leaseMs: this.o.leaseMs })) this.launch(e);
-        }
-        const due = await nextEventDueAt(this.o.db);
-        if (due !== null) sleepUntil = Math.min(sleepUntil, Math.max(due, Date.now()));
-      } catch (err) {
-        if (!this.running) break;
-        this.o.logger.error({ err }, 'event claim failed; retrying');
-        sleepUntil = Date.now() + Math.min(1000, this.o.pollMs);
-      }
-      if (!this.running) break;
-      await this.sleep(sleepUntil);
-    }
-  }
-
-  private sleep(until: number): Promise<void> {
-    if (this.wakeFlag) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
-      this.wakeResolve = () => {
-        clearTimeout(timer);
-        resolve();
-      };
+export class EventWorker extends QueueLoop<{ event: ClaimedEvent; abort: AbortController; done: Promise<void> }> {
+  constructor(private readonly o: EventWorkerOptions) {
+    super({
+      db: o.db,
+      logger: o.logger,
+      pollMs: o.pollMs,
+      channel: EVENTS_CHANNEL,
+      messages: { requeued: 'requeued events whose lease expired', passFailed: 'event claim failed; retrying' },
     });
+  }
+
+  protected recoverLeases(): Promise<number> {
+    return requeueExpiredEvents(this.o.db);
+  }
+
+  protected async pass(until: number): Promise<number> {
+    const free = this.o.concurrency - this.inflight.size;
+    if (free > 0) {
+      for (const e of await claimEvents(this.o.db, { limit: free, leaseMs: this.o.leaseMs })) this.launch(e);
+    }
+    const due = await nextEventDueAt(this.o.db);
+    return due === null ? until : Math.min(until, Math.max(due, Date.now()));
   }
 
   private launch(e: ClaimedEvent): void {
@@ -139,21 +101,7 @@ export class EventWorker {
 
   /** Stops claiming; sends in flight get `graceMs`, the rest give their leases back. */
   async stop(graceMs = 10_000): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    this.wake();
-    await this.unlisten?.().catch(() => {});
-    await this.loop;
-    const all = () => Promise.all([...this.inflight.values()].map((f) => f.done));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
-    const left = [...this.inflight.values()];
-    if (left.length > 0) {
-      for (const f of left) f.abort.abort();
-      await all();
-      await releaseEventLeases(this.o.db, left.map((f) => f.event.leaseId)).catch(() => {});
-    }
-    await this.o.transport.close();
+    const stopped = await this.stopLoop(graceMs, (left) => releaseEventLeases(this.o.db, left.map((f) => f.event.leaseId)).catch(() => {}));
+    if (stopped) await this.o.transport.close();
   }
 }

@@ -1,26 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
-import { call, seedOrg, useTestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
+import { call, seedOrg } from '../helpers/app.ts';
+import { useDashboard } from '../helpers/browser.ts';
 import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
 
 /** The subscriptions and usage view in a real browser (Debian's chromium) against the real API on a real port. */
 describe('dashboard: subscriptions and usage', () => {
-  const t = useTestApp({}, { reset: false });
-  let browser: Browser;
-  let base: string;
-
-  before(async () => {
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const t = useDashboard();
 
   it('serves its script, which never renders API text as HTML', async () => {
     const js = await call(t.app, 'GET', '/dashboard/subscriptions.js');
@@ -33,11 +19,11 @@ describe('dashboard: subscriptions and usage', () => {
     const s = await seedOrg(t.db, { plan: 'starter' });
     const endpoint = await insertEndpoint(t.db, s.org.id, { name: 'Stripe' });
     await insertCaptures(t.db, endpoint, [{ body: 'abc' }, { body: 'de' }]);
-    const page = await browser.newPage();
+    const page = await t.browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('dialog', (d) => void d.accept());
-    await page.goto(base + '/');
+    await page.goto(t.base + '/');
     await page.fill('#key', s.key);
     await page.click('#signin-form button');
     await page.click('#nav-subscriptions');
