@@ -27,7 +27,8 @@ export function billingPeriods(now: number): { current: [number, number]; previo
  * An organization's counts in [from, to) (whole UTC days): rolled-up days
  * from usage_daily, the days after the last roll-up counted from the
  * tables themselves (the organization's endpoints' captures by the
- * capture index, attempts and replays by their block-range indexes). Both
+ * capture index, attempts by their block-range index, replays by the
+ * partial index of replayed deliveries). Both
  * parts are exact, and every node reads the same figures.
  */
 export async function countUsage(db: Queryable, organizationId: string, from: number, to: number, endpointIds: readonly string[]): Promise<Counts> {

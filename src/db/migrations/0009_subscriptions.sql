@@ -80,7 +80,9 @@ create table usage_rollups (
   day date primary key,
   rolled_at timestamptz not null default now()
 );
--- Block-range indexes: a few pages, cheap to keep up on append-mostly
--- tables, enough to read one day (or today) of attempts and replays.
+-- A block-range index: a few pages, cheap to keep up on an append-only
+-- table written by the completion statement (not by ingest), enough to read
+-- one day (or today) of attempts. Replays are counted through the existing
+-- partial index on deliveries.replay_batch_id: nothing is added to the
+-- capture statement, which inserts deliveries.
 create index delivery_attempts_started on delivery_attempts using brin (started_at);
-create index deliveries_created on deliveries using brin (created_at);
