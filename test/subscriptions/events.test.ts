@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { produceCaptureEvents } from '../../src/subscriptions/capture-events.ts';
 import { claimEvents } from '../../src/subscriptions/queue.ts';
 import { call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
@@ -92,7 +93,6 @@ describe('subscription events', () => {
     // one attempt: the second event is dropped with the subscription, not sent
     assert.equal(receiver.received.length, 1);
     await insertCaptures(t.db, endpoint, [{ body: 'c' }]);
-    const { produceCaptureEvents } = await import('../../src/subscriptions/capture-events.ts');
     assert.equal(await produceCaptureEvents(t.db, { settleMs: 0 }), 0);
   });
 
