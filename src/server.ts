@@ -14,6 +14,8 @@ import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
 import { startTableMaintenance } from './db/table-maintenance.ts';
 import { routeModules } from './routes.ts';
+import { startSubscriptions } from './subscriptions/start.ts';
+import { startUsageRollup } from './usage/start.ts';
 
 export interface RunningWeir {
   db: Db;
@@ -50,6 +52,9 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     }
     // Capture partitions for the coming days exist before ingestion opens;
     // retention sweeps then run in the background (src/requests/retention.ts).
+    // usage counts of closed days are rolled up before retention may delete their captures (src/usage/rollup.ts)
+    const usage = await startUsageRollup(db, logger);
+    started.push(() => usage.stop());
     const maintenance = await startCaptureMaintenance({ db, config, logger });
     started.push(() => maintenance.stop());
     // statistics and vacuum, which PGlite never does on its own (src/db/table-maintenance.ts)
@@ -73,6 +78,9 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
     const incidents = startIncidents({ db, logger, asnCsv: config.asnDb });
     started.push(() => incidents.stop());
+    // subscriptions: signed event sends and the request.captured producer (src/subscriptions/)
+    const subscriptions = await startSubscriptions({ db, config, logger });
+    started.push(() => subscriptions.stop());
     // agents dial this listener; their deliveries are claimed by the node holding their socket (src/agents/gateway.ts)
     const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName() });
     await agents.start(app.server);
@@ -98,7 +106,9 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();
           await incidents.stop();
+          await subscriptions.stop();
           await maintenance.stop();
+          await usage.stop();
           await tables?.stop();
           await authenticator.stop();
           await db.close();

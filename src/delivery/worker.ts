@@ -5,6 +5,7 @@ import { CompletionBatcher, finishUnattempted } from './complete.ts';
 import { DELIVERY_CHANNEL } from './enqueue.ts';
 import { decide } from './retry-policy.ts';
 import type { ClaimedDelivery, Transport } from './transport.ts';
+import { QueueLoop } from './queue-loop.ts';
 
 export interface WorkerOptions {
   db: Db;
@@ -38,113 +39,58 @@ export interface WorkerOptions {
  * paced slot coming due, or the safety poll. After the listen connection
  * is re-established it re-scans, because notifications sent meanwhile are lost.
  */
-export class DeliveryWorker {
-  private readonly inflight = new Map<string, { delivery: ClaimedDelivery; abort: AbortController; done: Promise<void> }>();
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeFlag = false;
-  private wakeResolve: (() => void) | undefined;
-  private unlisten: (() => Promise<void>) | undefined;
-  private lastRecovery = 0;
+export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort: AbortController; done: Promise<void> }> {
   /** The last claim left due work behind for want of free slots. */
   private backlog = false;
-  private timer: NodeJS.Timeout | undefined;
-  private sleepUntil: number | undefined;
 
   private readonly completions: CompletionBatcher;
   /** Free slots that make a claim worthwhile while a backlog waits. */
   private readonly refill: number;
 
   constructor(private readonly o: WorkerOptions) {
+    super({
+      db: o.db,
+      logger: o.logger,
+      pollMs: o.pollMs,
+      channel: o.listen === false ? null : DELIVERY_CHANNEL,
+      messages: { requeued: 'requeued deliveries whose lease expired', passFailed: 'delivery claim failed; retrying' },
+      onIdle: o.onIdle,
+    });
     this.completions = new CompletionBatcher(o.db, o.node);
     this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 4)));
   }
 
-  get inFlight(): number {
-    return this.inflight.size;
+  protected recoverLeases(): Promise<number> {
+    return requeueExpiredLeases(this.o.db);
   }
 
-  async start(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    if (this.o.listen !== false) {
-      this.unlisten = await this.o.db.listen(DELIVERY_CHANNEL, () => this.wake(), () => this.wake());
+  protected async pass(until: number): Promise<number | null> {
+    let sleepUntil = until;
+    const free = this.o.concurrency - this.inflight.size;
+    const want = Math.min(free, this.o.batchSize ?? this.o.concurrency);
+    const agentIds = this.o.agentIds?.() ?? null;
+    // no agent connected (or none with room): nothing this worker may claim
+    if (agentIds?.length === 0) this.backlog = false;
+    // With due work left behind, claim only once a batch's worth of
+    // slots is free: one claim per batch, not one per finished forward.
+    else if (want >= (this.backlog ? this.refill : 1)) {
+      const { claimed, rescheduled } = await claimDeliveries(this.o.db, {
+        destinationType: this.o.transport.destinationType,
+        agentIds,
+        limit: want,
+        leaseMs: this.o.leaseMs,
+        node: this.o.node,
+      });
+      for (const d of claimed) this.launch(d);
+      // a full batch means more may be due right now
+      this.backlog = claimed.length + rescheduled >= want;
+      if (this.backlog && this.o.concurrency - this.inflight.size >= this.refill) return null;
     }
-    this.loop = this.run();
-  }
-
-  /** Wakes the loop now (new work, a free slot, a re-established listen). */
-  wake(): void {
-    this.wakeFlag = true;
-    const r = this.wakeResolve;
-    this.wakeResolve = undefined;
-    r?.();
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      this.wakeFlag = false;
-      let sleepUntil = Date.now() + this.o.pollMs;
-      try {
-        if (Date.now() - this.lastRecovery >= this.o.pollMs) {
-          this.lastRecovery = Date.now();
-          const n = await requeueExpiredLeases(this.o.db);
-          if (n > 0) this.o.logger.warn({ count: n }, 'requeued deliveries whose lease expired');
-        }
-        const free = this.o.concurrency - this.inflight.size;
-        const want = Math.min(free, this.o.batchSize ?? this.o.concurrency);
-        const agentIds = this.o.agentIds?.() ?? null;
-        // no agent connected (or none with room): nothing this worker may claim
-        if (agentIds?.length === 0) this.backlog = false;
-        // With due work left behind, claim only once a batch's worth of
-        // slots is free: one claim per batch, not one per finished forward.
-        else if (want >= (this.backlog ? this.refill : 1)) {
-          const { claimed, rescheduled } = await claimDeliveries(this.o.db, {
-            destinationType: this.o.transport.destinationType,
-            agentIds,
-            limit: want,
-            leaseMs: this.o.leaseMs,
-            node: this.o.node,
-          });
-          for (const d of claimed) this.launch(d);
-          // a full batch means more may be due right now
-          this.backlog = claimed.length + rescheduled >= want;
-          if (this.backlog && this.o.concurrency - this.inflight.size >= this.refill) continue;
-        }
-        if (!this.backlog && agentIds?.length !== 0) {
-          const due = await nextDueAt(this.o.db, this.o.transport.destinationType, agentIds);
-          if (due !== null) sleepUntil = Math.min(sleepUntil, Math.max(due, Date.now()));
-        }
-      } catch (err) {
-        if (!this.running) break;
-        this.o.logger.error({ err }, 'delivery claim failed; retrying');
-        sleepUntil = Date.now() + Math.min(1000, this.o.pollMs);
-      }
-      if (!this.running) break;
-      if (!this.wakeFlag) this.o.onIdle?.(sleepUntil);
-      await this.sleep(sleepUntil);
+    if (!this.backlog && agentIds?.length !== 0) {
+      const due = await nextDueAt(this.o.db, this.o.transport.destinationType, agentIds);
+      if (due !== null) sleepUntil = Math.min(sleepUntil, Math.max(due, Date.now()));
     }
-  }
-
-  private sleep(until: number): Promise<void> {
-    if (this.wakeFlag) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.sleepUntil = until;
-      this.timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
-      this.wakeResolve = () => {
-        clearTimeout(this.timer);
-        this.sleepUntil = undefined;
-        resolve();
-      };
-    });
-  }
-
-  /** Makes the loop wake by `at` (a retry this node just scheduled), if it would sleep longer. */
-  private wakeBy(at: number): void {
-    if (this.sleepUntil === undefined || at >= this.sleepUntil) return;
-    clearTimeout(this.timer);
-    this.sleepUntil = at;
-    this.timer = setTimeout(() => this.wake(), Math.max(0, at - Date.now()));
+    return sleepUntil;
   }
 
   private launch(d: ClaimedDelivery): void {
@@ -177,7 +123,7 @@ export class DeliveryWorker {
     const decision = decide(result, d.retry, d.attemptNumber);
     const owned = await this.completions.record({ delivery: d, result, decision });
     if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
-    else if (decision.status === 'pending') this.wakeBy(Date.now() + decision.delaySeconds * 1000);
+    else if (decision.status === 'pending') this.sleeper.wakeBy(Date.now() + decision.delaySeconds * 1000);
     this.o.onSettled?.(d, decision.status);
   }
 
@@ -207,24 +153,12 @@ export class DeliveryWorker {
    * the next start) sends them at once instead of after the lease expires.
    */
   async stop(graceMs = 10_000): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    this.wake();
-    await this.unlisten?.().catch(() => {});
-    await this.loop;
-    const all = () => Promise.all([...this.inflight.values()].map((f) => f.done));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
-    const left = [...this.inflight.values()];
-    if (left.length > 0) {
-      for (const f of left) f.abort.abort();
-      await all();
-      await releaseLeases(this.o.db, left.map((f) => f.delivery.leaseId)).catch((err) =>
+    const stopped = await this.stopLoop(graceMs, (left) =>
+      releaseLeases(this.o.db, left.map((f) => f.delivery.leaseId)).catch((err) =>
         this.o.logger.warn({ err }, 'could not release delivery leases; they expire on their own'),
-      );
-    }
-    await this.o.transport.close();
+      ),
+    );
+    if (stopped) await this.o.transport.close();
   }
 }
 

@@ -3,6 +3,8 @@ import { newId } from '../db/ids.ts';
 import { getForwardDestination } from '../destinations/forward-destinations.ts';
 import { asnOfUrl, type AsnInfo } from './asn.ts';
 import { likelyCause, withProviderOutage, type CauseEvidence } from './cause.ts';
+import { announceForwardFailures } from './failure-events.ts';
+import { announceIncident } from './events.ts';
 import { addUpdate, destinationIdOf, INCIDENT_COLUMNS, type IncidentRow } from './store.ts';
 
 /**
@@ -73,17 +75,22 @@ export async function correlateFailures(db: Db, o: CorrelateOptions = {}): Promi
       await Promise.all(opening.map(async ([k, f]) => [k, await asnOfUrl(f[0].destination_url, o.asnCsv).catch(() => undefined)] as const)),
     );
     const asnsTouched = new Set<string>();
+    const opened: IncidentRow[] = [];
     for (const [k, failures] of groups) {
       const last = latest.get(k);
       const incident = asns.has(k) ? await openIncident(tx, failures[0], last, asns.get(k)) : last!;
       await addToIncident(tx, incident.id, failures);
       if (incident.asn !== null) asnsTouched.add(`${incident.organization_id} ${incident.asn}`);
       else await refreshCause(tx, incident.id);
+      if (asns.has(k)) opened.push(incident);
     }
     for (const k of asnsTouched) {
       const [org, asn] = k.split(' ');
       await refreshAsnGroup(tx, org, asn);
     }
+    // subscriptions: each new incident with its first failures counted and its cause known, then the failures themselves
+    for (const i of opened) await announceIncident(tx, i.organization_id, i.id, { type: 'incident.opened' });
+    await announceForwardFailures(tx, rows.map((r) => r.id));
     return rows.length;
   });
 }
@@ -209,4 +216,8 @@ async function refreshCause(tx: Queryable, incidentId: string, asnDestinations =
   if (cause === incident.likely_cause) return;
   const body = incident.likely_cause === '' ? `Likely cause: ${cause}` : `Likely cause changed: ${cause}`;
   await addUpdate(tx, { organizationId: incident.organization_id, incidentId, body });
+  // the first cause is part of the opening (incident.opened carries it); a later one is news
+  if (incident.likely_cause !== '') {
+    await announceIncident(tx, incident.organization_id, incidentId, { type: 'incident.updated', change: 'cause', previousCause: incident.likely_cause });
+  }
 }

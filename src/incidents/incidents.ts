@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
+import { announceIncident } from './events.ts';
 import { addUpdate, destinationIdOf, findIncident, INCIDENT_COLUMNS, presentIncident, type IncidentRow } from './store.ts';
 
 /** Reading incidents and adding members' notes: what GET /v1/incidents[/:id] and POST .../updates call. */
@@ -31,7 +32,7 @@ export async function listIncidents(
   return rows;
 }
 
-interface FailureRow {
+export interface FailureRow {
   id: string;
   organization_id: string;
   request_id: string;
@@ -49,7 +50,7 @@ interface FailureRow {
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
-function presentFailure(f: FailureRow) {
+export function presentFailure(f: FailureRow) {
   return {
     request_id: f.request_id,
     endpoint_id: f.endpoint_id,
@@ -99,6 +100,8 @@ export async function addNote(db: Db, organizationId: string, incidentId: string
   return db.transaction(async (tx) => {
     const incident = await findIncident(tx, organizationId, incidentId, { lock: true });
     if (!incident) return undefined;
-    return addUpdate(tx, { organizationId, incidentId, body, authorId: memberId });
+    const update = await addUpdate(tx, { organizationId, incidentId, body, authorId: memberId });
+    await announceIncident(tx, organizationId, incidentId, { type: 'incident.updated', change: 'note', update });
+    return update;
   });
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { succeededSince } from '../delivery/replay-batch.ts';
+import { announceIncident } from './events.ts';
 import { addUpdate, findIncident, INCIDENT_COLUMNS, SYSTEM_ACTOR_ID, type IncidentRow, type IncidentStatus } from './store.ts';
 
 /**
@@ -36,6 +37,12 @@ export async function setIncidentStatus(db: Db, organizationId: string, id: stri
       [id, status, memberId],
     );
     await addUpdate(tx, { organizationId, incidentId: id, body: `Status changed from ${current.status} to ${status} by member ${memberId}.` });
+    await announceIncident(
+      tx,
+      organizationId,
+      id,
+      status === 'resolved' ? { type: 'incident.resolved', previousStatus: current.status } : { type: 'incident.updated', change: 'status', previousStatus: current.status },
+    );
     return { ok: true, incident: rows[0] } as const;
   });
 }
@@ -75,6 +82,7 @@ export async function resolveRecovered(db: Db, opts: { quietMs?: number } = {}):
         incidentId: r.id,
         body: `Resolved automatically: ${r.destination_name ?? 'the destination'} answers successfully again and no forward has failed for ${minutes >= 1 ? `${minutes} minute${minutes === 1 ? '' : 's'}` : `${Math.round(quietMs / 1000)} s`}.`,
       });
+      await announceIncident(tx, r.organization_id, r.id, { type: 'incident.resolved', previousStatus: r.status });
       return true;
     });
     if (done) resolved.push(r.id);

@@ -4,6 +4,7 @@ import { forwardTargets, type ForwardTarget, type NewDelivery } from '../deliver
 import { batchCounts, cancelBatch, holdBatch, lastAttemptsAllFailed, queuePacedBatch, releaseBatch } from '../delivery/replay-batch.ts';
 import { endpointNames } from '../destinations/endpoint-ref.ts';
 import { addUpdate, findIncident } from './store.ts';
+import { emitEvent } from '../subscriptions/emit.ts';
 
 /**
  * Paced replay of an incident's unreplayed failures: each failure's
@@ -241,5 +242,8 @@ async function changeState(tx: Queryable, b: BatchRow, status: 'finished' | 'pau
   );
   if (rowCount === 0) return false;
   await addUpdate(tx, { organizationId: b.organization_id, incidentId: b.incident_id, body });
+  if (status === 'finished') {
+    await emitEvent(tx, { organizationId: b.organization_id, type: 'replay.completed', data: async () => ({ object: await getReplayBatch(tx, b.organization_id, b.id) }) });
+  }
   return true;
 }

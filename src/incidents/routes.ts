@@ -7,6 +7,7 @@ import { addNote, getIncidentDetail, LIST_FILTERS, listIncidents, NOTE_MAX, type
 import { setIncidentStatus } from './lifecycle.ts';
 import { cancelReplayBatch, formatDuration, getReplayBatch, MAX_BATCH_MINUTES, MAX_RATE, MIN_RATE, queueIncidentReplay, resumeReplayBatch, type BatchChange } from './replay.ts';
 import { INCIDENT_STATUSES, presentIncident, type IncidentStatus } from './store.ts';
+import { EXAMPLE_INCIDENT, sampleEnvelope } from '../subscriptions/samples.ts';
 
 const READ = { scopes: ['incidents:read'], permission: 'incidents.view' } as const;
 // The specification: PATCH and replay need incidents:write and a creator role of super_admin, admin or developer.
@@ -17,6 +18,11 @@ const listQuery = {
   type: 'object',
   additionalProperties: false,
   properties: { status: { type: 'string', enum: LIST_FILTERS, default: 'open' }, ...pageQuerySchema },
+} as const;
+const recentQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 } },
 } as const;
 const patchBody = {
   type: 'object',
@@ -52,6 +58,19 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
       return { data: toPage(rows, limit, presentIncident) };
     },
   );
+
+  // For REST-hook integrations (docs/subscriptions.md): what incident.opened
+  // delivers, with the newest incident or a documented example, and the
+  // newest incidents of any status, the list a Zapier trigger polls.
+  app.get('/incidents/sample', { config: { auth: READ } }, async (request) => {
+    const [latest] = await listIncidents(db, request.auth.organizationId, { status: 'all', limit: 1 });
+    return { data: sampleEnvelope('incident.opened', { object: latest ? presentIncident(latest) : EXAMPLE_INCIDENT }, latest !== undefined) };
+  });
+
+  app.get<{ Querystring: { limit: number } }>('/incidents/recent', { config: { auth: READ }, schema: { querystring: recentQuery } }, async (request) => {
+    const rows = await listIncidents(db, request.auth.organizationId, { status: 'all', limit: request.query.limit });
+    return { data: rows.slice(0, request.query.limit).map(presentIncident) };
+  });
 
   app.get<{ Params: { id: string } }>('/incidents/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
     const id = pathId(request.params.id, 'Incident');

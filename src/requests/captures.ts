@@ -109,3 +109,30 @@ export function withIndexPlan<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Pro
     return fn(tx);
   });
 }
+
+/**
+ * Captures of some endpoints with ids after `after` and before `before`,
+ * oldest first, bodies included: what request.captured subscriptions
+ * announce (src/subscriptions/capture-events.ts). The received_at bounds
+ * (the ids' own times) let PostgreSQL skip every other day partition.
+ */
+export async function capturesBetween(db: Queryable, endpointIds: readonly string[], after: string, before: string, limit: number): Promise<Capture[]> {
+  if (endpointIds.length === 0) return [];
+  const { rows } = await db.query<CaptureSummary & { body_hex: string }>(
+    `select ${SUMMARY}, encode(body, 'hex') as body_hex from captured_requests
+      where endpoint_id = any($1::uuid[]) and id > $2::uuid and id < $3::uuid
+        and received_at >= $4::timestamptz and received_at <= $5::timestamptz
+      order by id limit $6`,
+    [endpointIds, after, before, new Date(idTime(after)).toISOString(), new Date(idTime(before)).toISOString(), limit],
+  );
+  return rows.map(({ body_hex, ...rest }) => ({ ...rest, body: Buffer.from(body_hex, 'hex') }));
+}
+
+/** An endpoint's most recent capture (the sample payload of request.captured), or undefined. */
+export async function latestCapture(db: Queryable, organizationId: string, endpointId: string): Promise<Capture | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    `select id from captured_requests where endpoint_id = $1::uuid and organization_id = $2::uuid order by id desc limit 1`,
+    [endpointId, organizationId],
+  );
+  return rows[0] ? getCapture(db, organizationId, rows[0].id) : undefined;
+}

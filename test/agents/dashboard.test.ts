@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.ts';
 import { freshStore, ROOT, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
 import { startAgent, type AgentProcess } from './helpers.ts';
 
@@ -14,10 +15,7 @@ describe('dashboard agents panel', () => {
   before(async () => {
     store = await freshStore();
     weir = await startWeirProcess(store.env);
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     agent?.child.kill('SIGKILL');

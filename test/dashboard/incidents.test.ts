@@ -1,26 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
-import { call, seedOrg, useTestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
+import { call, seedOrg } from '../helpers/app.ts';
+import { useDashboard } from '../helpers/browser.ts';
 import { seedIncident } from '../incidents/helpers.ts';
 
 /** The incidents view in a real browser (Debian's chromium) against the real API on a real port. */
 describe('dashboard: incidents', () => {
-  const t = useTestApp({}, { reset: false });
-  let browser: Browser;
-  let base: string;
-
-  before(async () => {
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const t = useDashboard();
 
   it('serves its script, which never renders API text as HTML', async () => {
     const js = await call(t.app, 'GET', '/dashboard/incidents.js');
@@ -34,10 +20,10 @@ describe('dashboard: incidents', () => {
     const { incidentId } = await seedIncident(t.db, s.org.id, { n: 3 });
     // a destination name that is markup must stay text
     await t.db.query(`update incidents set destination_name = '<img src=x onerror=alert(1)>'`);
-    const page = await browser.newPage();
+    const page = await t.browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(base + '/');
+    await page.goto(t.base + '/');
     await page.fill('#key', s.key);
     await page.click('#signin-form button');
     await page.click('#nav-incidents');

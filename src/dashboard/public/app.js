@@ -3,6 +3,7 @@
 // goes through textContent, never into markup.
 import { initIncidents } from './incidents.js';
 import { initAgents } from './agents.js';
+import { initSubscriptions } from './subscriptions.js';
 
 const $ = (id) => document.getElementById(id);
 const state = { key: localStorage.getItem('weir.key') || '', endpoint: null, oldest: null, timer: null, request: null };
@@ -219,5 +220,6 @@ $('replay').onclick = async () => {
   setTimeout(() => loadForwards(state.request), 1000);
 };
 initIncidents({ api, el });
+initSubscriptions({ api, el });
 const agents = initAgents({ api, el, $ });
 signIn();

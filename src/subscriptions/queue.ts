@@ -1,0 +1,171 @@
+import type { Db, Queryable } from '../db/db.ts';
+import type { Decision } from '../delivery/retry-policy.ts';
+
+/** An event delivery a worker holds the lease of, with its subscription's target and secrets. */
+export interface ClaimedEvent {
+  id: string;
+  leaseId: string;
+  subscriptionId: string;
+  organizationId: string;
+  eventType: string;
+  payload: string;
+  attemptNumber: number;
+  targetUrl: string;
+  /** The secrets that sign now: the current one, and the previous one during a rotation's overlap. */
+  secrets: string[];
+}
+
+/** How many due events one claim looks at to pick the oldest of each subscription. */
+const CLAIM_WINDOW = 1000;
+
+/**
+ * Claims the oldest due event of up to `limit` subscriptions, skipping
+ * subscriptions with an event in flight: a healthy target gets a
+ * subscription's events one at a time, in the order they were produced (a
+ * retried event can still arrive after later ones). SKIP LOCKED keeps nodes
+ * from waiting on each other; the window of due rows is locked only until
+ * the statement's transaction ends.
+ */
+export async function claimEvents(db: Db, o: { limit: number; leaseMs: number }): Promise<ClaimedEvent[]> {
+  const { rows } = await db.query<{
+    id: string; lease_id: string; subscription_id: string; organization_id: string; event_type: string; payload: string;
+    attempt_count: number; target_url: string; secret: string; previous_secret: string | null;
+  }>(
+    `with due as materialized (
+       select e.id, e.subscription_id, e.seq from subscription_events e
+        where e.status = 'pending' and e.next_attempt_at <= now()
+        order by e.next_attempt_at
+        limit $3
+          for update skip locked
+     ),
+     pick as (
+       select distinct on (due.subscription_id) due.id from due
+        where not exists (select 1 from subscription_events f where f.subscription_id = due.subscription_id and f.status = 'in_flight')
+        order by due.subscription_id, due.seq
+        limit $1
+     ),
+     claimed as (
+       update subscription_events e
+          set status = 'in_flight', lease_until = now() + $2 * interval '1 millisecond', lease_id = gen_random_uuid(), updated_at = now()
+         from pick where e.id = pick.id
+        returning e.*
+     )
+     select c.id, c.lease_id, c.subscription_id, c.organization_id, c.event_type, c.payload, c.attempt_count,
+            s.target_url, s.secret, case when s.previous_secret_expires_at > now() then s.previous_secret end as previous_secret
+       from claimed c join subscriptions s on s.id = c.subscription_id
+      order by c.seq`,
+    [o.limit, o.leaseMs, CLAIM_WINDOW],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    leaseId: r.lease_id,
+    subscriptionId: r.subscription_id,
+    organizationId: r.organization_id,
+    eventType: r.event_type,
+    payload: r.payload,
+    attemptNumber: r.attempt_count + 1,
+    targetUrl: r.target_url,
+    secrets: r.previous_secret ? [r.secret, r.previous_secret] : [r.secret],
+  }));
+}
+
+/** After this many failed attempts in a row a subscription is flagged failing (it keeps receiving). */
+export const FAILING_AFTER = 5;
+
+export interface EventOutcome {
+  statusCode: number | null;
+  error: string | null;
+  decision: Decision;
+  /** The target answered 410 Gone: the REST Hook way to unsubscribe. */
+  gone: boolean;
+}
+
+/**
+ * Records an attempt's outcome, if this worker still holds the lease, and
+ * moves the subscription's health with it in the same transaction:
+ * success clears the failing flag; a failure counts, and the
+ * FAILING_AFTER-th in a row (or an event given up) flags the subscription
+ * failing with the reason; 410 Gone unsubscribes it and its other waiting
+ * events are failed. Returns false when the lease was lost.
+ */
+export async function completeEvent(db: Db, e: ClaimedEvent, o: EventOutcome): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const status = o.gone ? 'failed' : o.decision.status;
+    const delay = o.decision.status === 'pending' ? o.decision.delaySeconds : 0;
+    const error = o.gone ? 'HTTP 410 Gone: the target unsubscribed' : o.decision.status === 'succeeded' ? null : o.error;
+    const { rowCount } = await tx.query(
+      `update subscription_events
+          set status = $3, attempt_count = attempt_count + 1, next_attempt_at = now() + $4 * interval '1 second',
+              lease_until = null, lease_id = null, last_status_code = $5, last_error = $6, last_attempt_at = now(), updated_at = now()
+        where id = $1::uuid and lease_id = $2::uuid and status = 'in_flight'`,
+      [e.id, e.leaseId, status, delay, o.statusCode, error],
+    );
+    if (rowCount === 0) return false;
+    if (o.gone) {
+      await tx.query(
+        `update subscriptions set status = 'unsubscribed', status_reason = $2, last_failure_at = now(), updated_at = now() where id = $1::uuid`,
+        [e.subscriptionId, `The target answered 410 Gone to event evt_${e.id}; no further events are sent.`],
+      );
+      await tx.query(
+        `update subscription_events set status = 'failed', last_error = 'the subscription was unsubscribed (410 Gone)', updated_at = now()
+          where subscription_id = $1::uuid and status = 'pending'`,
+        [e.subscriptionId],
+      );
+    } else if (o.decision.status === 'succeeded') {
+      await tx.query(
+        `update subscriptions
+            set consecutive_failures = 0, last_success_at = now(), failing_since = null,
+                status = case when status = 'failing' then 'active' else status end,
+                status_reason = case when status = 'failing' then null else status_reason end, updated_at = now()
+          where id = $1::uuid`,
+        [e.subscriptionId],
+      );
+    } else {
+      const givenUp = o.decision.status !== 'pending';
+      await tx.query(
+        `update subscriptions
+            set consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
+                failing_since = case when status = 'active' and (consecutive_failures + 1 >= $2 or $3) then now() else failing_since end,
+                status_reason = case when status = 'active' and (consecutive_failures + 1 >= $2 or $3) then $4 else status_reason end,
+                status = case when status = 'active' and (consecutive_failures + 1 >= $2 or $3) then 'failing' else status end,
+                updated_at = now()
+          where id = $1::uuid`,
+        [e.subscriptionId, FAILING_AFTER, givenUp, `Deliveries fail: ${error ?? 'unknown error'}`],
+      );
+    }
+    return true;
+  });
+}
+
+/** Puts events whose lease ran out (their worker died) back in the queue, due now: at-least-once, hence the stable webhook-id. */
+export async function requeueExpiredEvents(db: Queryable, opts: { everyLease?: boolean } = {}): Promise<number> {
+  const { rowCount } = await db.query(
+    `update subscription_events
+        set status = 'pending', next_attempt_at = now(), lease_until = null, lease_id = null,
+            last_error = 'lease expired: the worker stopped before recording an outcome', updated_at = now()
+      where id in (select id from subscription_events where status = 'in_flight' and ($1::boolean or lease_until < now()) for update skip locked)`,
+    [opts.everyLease ?? false],
+  );
+  return rowCount;
+}
+
+/** Gives back leases this worker will not finish (shutdown): due again now, for any node. */
+export async function releaseEventLeases(db: Queryable, leaseIds: readonly string[]): Promise<number> {
+  if (leaseIds.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `update subscription_events set status = 'pending', next_attempt_at = now(), lease_until = null, lease_id = null, updated_at = now()
+      where lease_id = any($1::uuid[]) and status = 'in_flight'`,
+    [leaseIds],
+  );
+  return rowCount;
+}
+
+/** When the earliest waiting event comes due, in this process's clock; null when none waits. */
+export async function nextEventDueAt(db: Queryable): Promise<number | null> {
+  const { rows } = await db.query<{ at: Date | null; db_now: Date }>(
+    `select (select min(next_attempt_at) from subscription_events where status = 'pending') as at, now() as db_now`,
+  );
+  const r = rows[0];
+  if (!r?.at) return null;
+  return new Date(r.at).getTime() - (new Date(r.db_now).getTime() - Date.now());
+}
