@@ -7,11 +7,12 @@ import { deliveryRoutes } from './delivery/routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
 import type { RouteModule } from './http/app.ts';
 import { incidentRoutes } from './incidents/routes.ts';
+import { metricsRoutes } from './metrics/routes.ts';
 import { memberRoutes } from './orgs/routes.ts';
 import { requestRoutes } from './requests/routes.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
   v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes, incidentRoutes, agentRoutes],
-  root: [adminRoutes, dashboardRoutes],
+  root: [adminRoutes, dashboardRoutes, metricsRoutes],
 };

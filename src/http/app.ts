@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import type { WeirMetrics } from '../metrics/metrics.ts';
 import { ApiError, errorBody, serviceUnavailable, type ErrorBody } from './errors.ts';
 import { installRouteAuth } from './route-auth.ts';
 import { describeValidationError, validatorCompiler } from './validation.ts';
@@ -18,6 +19,8 @@ export interface AppDeps {
   logger: Logger;
   /** The {base_url} and {ingest_url} written into responses; known once the listeners are bound. */
   urls: { publicUrl: string; ingestUrl: string };
+  /** Absent when metrics are off (WEIR_METRICS=0). */
+  metrics?: WeirMetrics;
 }
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void | Promise<void>;
