@@ -37,6 +37,8 @@ export interface Config {
   metrics: boolean;
   /** Bearer token /metrics requires when set (WEIR_METRICS_TOKEN). */
   metricsToken: string | undefined;
+  /** Heartbeat comment interval of live-tail streams (WEIR_SSE_HEARTBEAT_MS; docs/capture.md). */
+  sseHeartbeatMs: number;
 }
 
 export class ConfigError extends Error {
@@ -189,6 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...deliverySettings(env),
     metrics: metrics === '1',
     metricsToken,
+    sseHeartbeatMs: boundedInt(env, 'WEIR_SSE_HEARTBEAT_MS', 15_000, 300_000, 100),
   };
 }
 

@@ -10,9 +10,10 @@ import { incidentRoutes } from './incidents/routes.ts';
 import { metricsRoutes } from './metrics/routes.ts';
 import { memberRoutes } from './orgs/routes.ts';
 import { requestRoutes } from './requests/routes.ts';
+import { tailRoutes } from './requests/tail-routes.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
-  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, destinationRoutes, deliveryRoutes, incidentRoutes, agentRoutes],
+  v1: [authRoutes, memberRoutes, endpointRoutes, requestRoutes, tailRoutes, destinationRoutes, deliveryRoutes, incidentRoutes, agentRoutes],
   root: [adminRoutes, dashboardRoutes, metricsRoutes],
 };
