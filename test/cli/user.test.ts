@@ -108,7 +108,7 @@ describe('weir CLI for users', () => {
     }
   });
 
-  it('listen: one command creates the endpoint, agent and destination, prints the URL and forwards to the local port', async () => {
+  it('listen: one command creates the endpoint, agent and destination, prints the URL and forwards to the local port; replay sends it again', async () => {
     const got: Array<{ url: string; body: string }> = [];
     const local = http.createServer((req, res) => {
       let body = '';
@@ -132,6 +132,12 @@ describe('weir CLI for users', () => {
         const fwd = JSON.parse(await l.waitFor('the forward line', (x) => x.includes('"forward"') && x.includes(request_id)));
         assert.equal(fwd.status, 200);
         assert.deepEqual(got[round], { url: '/webhooks/stripe', body: `{"round":${round}}` });
+        if (round === 1) {
+          const replay = await weirCli(['replay', request_id, '--json']);
+          assert.equal(replay.code, 0, replay.stderr);
+          await l.waitFor('the replayed forward', () => l.out.stdout.split('\n').filter((x) => x.includes('"forward"') && x.includes(request_id)).length === 2);
+          assert.deepEqual(got[2], got[1]);
+        }
         l.child.kill('SIGINT');
         assert.equal(await l.exited, 0);
       } finally {
