@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { WeirMetrics } from '../metrics/metrics.ts';
 import { ApiError, errorBody, serviceUnavailable, type ErrorBody } from './errors.ts';
+import { openApiRoutes, registerOpenApi } from './openapi.ts';
 import { installRouteAuth } from './route-auth.ts';
 import { describeValidationError, validatorCompiler } from './validation.ts';
 
@@ -142,6 +143,8 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
   });
 
+  // before every route, so the document sees them all (src/http/openapi.ts)
+  await registerOpenApi(app);
   await app.register(
     async (v1) => {
       installRouteAuth(v1, deps.authenticator);
@@ -150,5 +153,6 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
     { prefix: '/v1' },
   );
   for (const m of modules.root) await m(app, deps);
+  await openApiRoutes(app);
   return app;
 }
