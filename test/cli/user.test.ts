@@ -133,8 +133,14 @@ describe('weir CLI for users', () => {
         assert.equal(fwd.status, 200);
         assert.deepEqual(got[round], { url: '/webhooks/stripe', body: `{"round":${round}}` });
         if (round === 1) {
-          const replay = await weirCli(['replay', request_id, '--json']);
-          assert.equal(replay.code, 0, replay.stderr);
+          // several at once: each is tried, a failure is reported and makes the exit code 1
+          const unknown = '00000000-0000-7000-8000-000000000000';
+          const replay = await weirCli(['replay', request_id, unknown, '--json']);
+          assert.equal(replay.code, 1, replay.stderr);
+          assert.deepEqual(
+            JSON.parse(replay.stdout).map((r: any) => [r.request_id, r.queued, r.error?.code]),
+            [[request_id, true, undefined], [unknown, false, 'not_found']],
+          );
           await l.waitFor('the replayed forward', () => l.out.stdout.split('\n').filter((x) => x.includes('"forward"') && x.includes(request_id)).length === 2);
           assert.deepEqual(got[2], got[1]);
         }

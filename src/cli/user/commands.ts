@@ -3,6 +3,7 @@ import { ApiFailure, WeirApi } from './api-client.ts';
 import { loadCredentials, saveCredentials } from './credentials.ts';
 import { prettyBody, table } from './format.ts';
 import { listen } from './listen.ts';
+import { replayAll } from './replay.ts';
 import { tail } from './tail.ts';
 
 type Env = Record<string, string | undefined>;
@@ -118,13 +119,14 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     });
 
   program
-    .command('replay <request-id>')
-    .description("forward a captured request again to its endpoint's destinations")
+    .command('replay <request-ids...>')
+    .description("forward captured requests again to their endpoint's destinations (a progress bar for several)")
     .option('--destination <id>', 'only this forward destination')
     .option('--json', 'JSON output')
-    .action(async (id: string, o: { destination?: string; json?: boolean }) => {
-      const r = await api().call('POST', `/v1/requests/${encodeURIComponent(id)}/replay`, o.destination ? { destination_id: o.destination } : {});
-      io.out(o.json ? json(r) : `Replay of ${id} queued\n`);
+    .action(async (ids: string[], o: { destination?: string; json?: boolean }) => {
+      const client = api();
+      const failures = await replayAll(client, ids, o.destination, io, Boolean(o.json));
+      if (failures > 0) process.exitCode = 1;
     });
 
   program
