@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { call, seedOrg, useTestApp } from '../helpers/app.ts';
+import { launchBrowser, listenForBrowser } from '../helpers/browser.ts';
 import { seedIncident } from '../incidents/helpers.ts';
 
 /** The incidents view in a real browser (Debian's chromium) against the real API on a real port. */
@@ -11,12 +12,8 @@ describe('dashboard: incidents', () => {
   let base: string;
 
   before(async () => {
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    base = await listenForBrowser(t.app);
+    browser = await launchBrowser();
   });
   after(async () => {
     await browser?.close();

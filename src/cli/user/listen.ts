@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { runUntilSignal, version } from '../../agents/agent-command.ts';
 import { AgentClient } from '../../agents/client.ts';
 import { humanOutput, jsonOutput } from '../../agents/output.ts';
 import type { WeirApi } from './api-client.ts';
@@ -10,14 +10,6 @@ export interface ListenOptions {
   /** The endpoint's and the agent's name: what makes a second `weir listen` reuse them. */
   name: string;
   json: boolean;
-}
-
-function version(): string {
-  try {
-    return String(JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version);
-  } catch {
-    return 'unknown';
-  }
 }
 
 /**
@@ -62,13 +54,5 @@ export async function listen(api: WeirApi, o: ListenOptions, io: Io): Promise<nu
   }
   const output = o.json ? jsonOutput(line) : humanOutput(line, (text) => io.err(text + '\n'));
   const client = new AgentClient({ server: api.c.server, token: agent.token, version: version(), maxBodyBytes: 10 * 1024 * 1024, output });
-  const stop = () => void client.stop();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
-    return await client.run();
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-  }
+  return runUntilSignal(client);
 }
