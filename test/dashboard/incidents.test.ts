@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { call, seedOrg, useTestApp } from '../helpers/app.ts';
-import { launchBrowser, listenForBrowser } from '../helpers/browser.ts';
+import { describe, it } from 'node:test';
+import { call, seedOrg } from '../helpers/app.ts';
+import { useBrowserApp } from '../helpers/browser.ts';
 import { seedIncident } from '../incidents/helpers.ts';
 
 /** The incidents view in a real browser (Debian's chromium) against the real API on a real port. */
 describe('dashboard: incidents', () => {
-  const t = useTestApp({}, { reset: false });
-  let browser: Browser;
-  let base: string;
-
-  before(async () => {
-    base = await listenForBrowser(t.app);
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const { t, browser, base } = useBrowserApp();
 
   it('serves its script, which never renders API text as HTML', async () => {
     const js = await call(t.app, 'GET', '/dashboard/incidents.js');
@@ -31,10 +20,10 @@ describe('dashboard: incidents', () => {
     const { incidentId } = await seedIncident(t.db, s.org.id, { n: 3 });
     // a destination name that is markup must stay text
     await t.db.query(`update incidents set destination_name = '<img src=x onerror=alert(1)>'`);
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(base + '/');
+    await page.goto(base() + '/');
     await page.fill('#key', s.key);
     await page.click('#signin-form button');
     await page.click('#nav-incidents');

@@ -1,29 +1,18 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { seedOrg, useTestApp } from '../helpers/app.ts';
-import { launchBrowser, listenForBrowser } from '../helpers/browser.ts';
+import { describe, it } from 'node:test';
+import { seedOrg } from '../helpers/app.ts';
+import { useBrowserApp } from '../helpers/browser.ts';
 import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
 
 /** The request list in a real browser follows the live tail (SSE read through fetch with the key header) instead of polling. */
 describe('dashboard: live request list', () => {
-  const t = useTestApp({}, { reset: false });
-  let browser: Browser;
-  let base: string;
-
-  before(async () => {
-    base = await listenForBrowser(t.app);
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const { t, browser, base } = useBrowserApp();
 
   it('shows a capture as it arrives, at the top, without re-reading the list', async () => {
     const s = await seedOrg(t.db);
     const ep = await insertEndpoint(t.db, s.org.id, { name: 'live-list' });
     const [old] = await insertCaptures(t.db, ep, [{ method: 'PUT' }]);
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const listReads: string[] = [];
@@ -32,7 +21,7 @@ describe('dashboard: live request list', () => {
       if (/\/requests\?limit=50$/.test(r.url())) listReads.push(r.url());
       if (r.url().endsWith('/requests/stream')) streams.push(r.headers()['authorization']);
     });
-    await page.goto(base + '/');
+    await page.goto(base() + '/');
     await page.fill('#key', s.key);
     await page.click('#signin-form button');
     await page.locator('#endpoints li', { hasText: 'live-list' }).click();
