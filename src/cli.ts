@@ -7,7 +7,15 @@ const USAGE = `usage: weir <command>
   serve     start a Weir node (API, dashboard and ingest listeners)
   migrate   apply database migrations and exit
   admin     call the operator API (weir admin --help)
-  agent     forward to this machine's loopback ports (weir agent --help)`;
+  agent     forward to this machine's loopback ports (weir agent --help)
+
+  login     store a server and API key for the commands below
+  endpoints ls | create | pause | resume | rm
+  requests  ls <endpoint> | show <id> [--raw]
+  tail      follow an endpoint's captures live
+  replay    forward a captured request again
+  listen    receive webhooks on this machine: weir listen <port> [path]
+  (each takes --help and --json)`;
 
 function configOrExit() {
   try {
@@ -88,6 +96,24 @@ try {
       process.exitCode = await runAgentCommand(rest, process.env);
       // undici keep-alive sockets and timers must not hold the process open;
       // stdout to a pipe is asynchronous, so let the summary out first
+      await new Promise((resolve) => process.stdout.write('', resolve));
+      process.exit();
+      break;
+    }
+    case 'login':
+    case 'endpoints':
+    case 'requests':
+    case 'tail':
+    case 'replay':
+    case 'listen': {
+      const { runUserCli } = await import('./cli/user/commands.ts');
+      const io = {
+        out: (t: string) => void process.stdout.write(t),
+        err: (t: string) => void process.stderr.write(t),
+        bytes: (b: Buffer) => void process.stdout.write(b),
+      };
+      process.exitCode = await runUserCli([command, ...rest], process.env, io);
+      // let piped stdout drain, then leave even if a keep-alive socket lingers
       await new Promise((resolve) => process.stdout.write('', resolve));
       process.exit();
       break;

@@ -33,6 +33,12 @@ export interface Config {
   deliveryConcurrency: number;
   deliveryLeaseMs: number;
   deliveryPollMs: number;
+  /** Prometheus metrics at /metrics (WEIR_METRICS, on unless 0; docs/operations.md). */
+  metrics: boolean;
+  /** Bearer token /metrics requires when set (WEIR_METRICS_TOKEN). */
+  metricsToken: string | undefined;
+  /** Heartbeat comment interval of live-tail streams (WEIR_SSE_HEARTBEAT_MS; docs/capture.md). */
+  sseHeartbeatMs: number;
 }
 
 export class ConfigError extends Error {
@@ -149,6 +155,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (dbMaintenance !== 'auto' && dbMaintenance !== 'all' && dbMaintenance !== 'off') {
     throw new ConfigError('WEIR_DB_MAINTENANCE', `must be auto, all or off, got "${dbMaintenance}"`);
   }
+  const metrics = str(env, 'WEIR_METRICS') ?? '1';
+  if (metrics !== '0' && metrics !== '1') throw new ConfigError('WEIR_METRICS', `must be 1 or 0, got "${metrics}"`);
+  const metricsToken = str(env, 'WEIR_METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('WEIR_METRICS_TOKEN', 'must be at least 16 characters');
   const logLevel = str(env, 'WEIR_LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('WEIR_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const dataDir = resolve(str(env, 'WEIR_DATA_DIR') ?? './data');
@@ -179,6 +189,9 @@ export function loadConfig(env: Env = process.env): Config {
     pgliteFsync: fsync === '1',
     dbMaintenance,
     ...deliverySettings(env),
+    metrics: metrics === '1',
+    metricsToken,
+    sseHeartbeatMs: boundedInt(env, 'WEIR_SSE_HEARTBEAT_MS', 15_000, 300_000, 100),
   };
 }
 

@@ -10,6 +10,7 @@ import { nodeName, startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
 import { startIncidents } from './incidents/start.ts';
 import { startIngest } from './ingest/server.ts';
+import { WeirMetrics } from './metrics/metrics.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
 import { startTableMaintenance } from './db/table-maintenance.ts';
@@ -34,7 +35,9 @@ export function createLogger(config: Config): Logger {
 
 /** Starts one Weir node: database, migrations, first-run bootstrap, API and ingest listeners. */
 export async function startWeir(config: Config, logger = createLogger(config)): Promise<RunningWeir> {
-  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg));
+  const metrics = config.metrics ? new WeirMetrics() : undefined;
+  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg), { onCheckpoint: metrics && ((s) => metrics.checkpointed(s)) });
+  metrics?.observe({ db, poolStats: db.poolStats });
   // What is already running, stopped in reverse order if a later step fails.
   const started: (() => Promise<void>)[] = [() => db.close()];
   const stopAll = async () => {
@@ -65,15 +68,15 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     started.push(() => authenticator.stop());
 
     const urls = { publicUrl: config.publicUrl ?? '', ingestUrl: config.ingestUrl ?? '' };
-    const deps: AppDeps = { db, config, authenticator, logger, urls };
+    const deps: AppDeps = { db, config, authenticator, logger, urls, metrics };
     const app = await buildApp(deps, routeModules);
     started.push(() => app.close());
     await app.listen({ host: config.host, port: config.apiPort });
     const apiPort = (app.server.address() as { port: number }).port;
-    const ingest = await startIngest({ db, config, logger }, config.ingestPort);
+    const ingest = await startIngest({ db, config, logger, metrics: metrics?.ingest }, config.ingestPort);
     started.push(() => ingest.close());
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
-    const delivery = await startDelivery({ db, config, logger });
+    const delivery = await startDelivery({ db, config, logger, metrics: metrics?.delivery });
     started.push(() => delivery.stop());
     // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
     const incidents = startIncidents({ db, logger, asnCsv: config.asnDb });
@@ -82,7 +85,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     const subscriptions = await startSubscriptions({ db, config, logger });
     started.push(() => subscriptions.stop());
     // agents dial this listener; their deliveries are claimed by the node holding their socket (src/agents/gateway.ts)
-    const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName() });
+    const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName(), metrics: metrics?.delivery });
+    metrics?.observe({ agentConnections: () => agents.connected });
     await agents.start(app.server);
     started.push(() => agents.stop());
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;

@@ -11,7 +11,8 @@ Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 token refused, 2 bad usage.`;
 
 const DEFAULT_MAX_BODY = 10 * 1024 * 1024;
 
-function version(): string {
+/** This package's version, which the agent reports to the server. */
+export function version(): string {
   try {
     return String(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
   } catch {
@@ -54,6 +55,11 @@ export async function runAgentCommand(args: string[], env: Record<string, string
   const write = (stream: NodeJS.WriteStream) => (line: string) => void stream.write(line + '\n');
   const output = json ? jsonOutput(write(process.stdout)) : humanOutput(write(process.stdout), write(process.stderr));
   const client = new AgentClient({ server: server!.replace(/\/+$/, ''), token: token!, version: version(), maxBodyBytes: maxBody, output });
+  return runUntilSignal(client);
+}
+
+/** Runs the agent until Ctrl-C or SIGTERM (or a refused token); resolves with its exit code. */
+export async function runUntilSignal(client: AgentClient): Promise<number> {
   const stop = () => void client.stop();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

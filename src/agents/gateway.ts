@@ -8,6 +8,7 @@ import type { Db } from '../db/db.ts';
 import { renewLeases } from '../delivery/claim.ts';
 import type { AttemptResult, ClaimedDelivery, Transport } from '../delivery/transport.ts';
 import { DeliveryWorker } from '../delivery/worker.ts';
+import type { DeliveryMetrics } from '../metrics/metrics.ts';
 import { findAgentByToken, type Agent } from './agents.ts';
 import { AgentLink } from './link.ts';
 import { AGENTS_CHANNEL } from './manage.ts';
@@ -40,6 +41,7 @@ export interface GatewayDeps {
   node: string;
   /** Called after each recorded outcome (benchmarks observe through it). */
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
+  metrics?: DeliveryMetrics;
 }
 
 /**
@@ -81,6 +83,7 @@ export class AgentGateway {
       // an agent whose link is busy takes no more claims until it has room (the link wakes the worker then)
       agentIds: () => [...this.links.values()].filter((l) => l.hasRoom && l.ws.readyState === l.ws.OPEN).map((l) => l.agentId),
       onSettled: d.onSettled,
+      metrics: d.metrics,
     });
   }
 

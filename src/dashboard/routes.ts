@@ -9,6 +9,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/dashboard/incidents.js': { file: 'incidents.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/agents.js': { file: 'agents.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/subscriptions.js': { file: 'subscriptions.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/tail.js': { file: 'tail.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
 };
 

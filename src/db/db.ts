@@ -41,6 +41,8 @@ export interface Db extends Queryable {
   listen(channel: string, onNotify: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
   /** Whether every listen() subscription is currently connected. */
   listening(): boolean;
+  /** The connection pool's state (PostgreSQL; PGlite has one connection and no pool). */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 

@@ -10,7 +10,7 @@ export interface CheckpointOptions {
   /** Told about a failed checkpoint; the next check tries again. */
   onError?: (err: unknown) => void;
   /** Told after each check: when it started (epoch ms) and whether it checkpointed (tests observe the checker through it). */
-  onCheck?: (check: { startedAt: number; checkpointed: boolean }) => void;
+  onCheck?: (check: { startedAt: number; checkpointed: boolean; checkpointMs?: number }) => void;
 }
 
 export interface Checkpoints {
@@ -57,10 +57,12 @@ export function startCheckpoints(pg: PGlite, opts: CheckpointOptions = {}): Chec
     const { written, insert } = rows[0];
     const due = written >= walBytes || (Date.now() - last >= intervalMs && insert !== quietAt);
     if (!due || stopped) return opts.onCheck?.({ startedAt, checkpointed: false });
+    const begun = performance.now();
     await pg.exec('checkpoint');
+    const checkpointMs = performance.now() - begun;
     last = Date.now();
     quietAt = (await pg.query<{ insert: string }>('select pg_current_wal_insert_lsn()::text as insert')).rows[0].insert;
-    opts.onCheck?.({ startedAt, checkpointed: true });
+    opts.onCheck?.({ startedAt, checkpointed: true, checkpointMs });
   };
 
   const timer = setInterval(() => {

@@ -215,6 +215,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
     },
     listen: (channel, onNotify, onReconnect) => listener.add({ channel, onNotify, onReconnect }),
     listening: () => listener.isConnected(),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       await listener.close();
       await pool.end();

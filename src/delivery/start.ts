@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import type { DeliveryMetrics } from '../metrics/metrics.ts';
 import { longestRetentionDays } from '../requests/retention.ts';
 import { HttpTransport, type HttpTransportOptions } from './http-transport.ts';
 import { sweepDeliveries } from './retention.ts';
@@ -15,6 +16,7 @@ export interface DeliveryDeps {
   db: Db;
   config: Config;
   logger: Logger;
+  metrics?: DeliveryMetrics;
 }
 
 export interface RunningDelivery {
@@ -48,6 +50,7 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
     concurrency: config.deliveryConcurrency,
     leaseMs: config.deliveryLeaseMs,
     pollMs: config.deliveryPollMs,
+    metrics: deps.metrics,
   });
   await worker.start();
   // Deliveries live as long as their captures: past the longest plan

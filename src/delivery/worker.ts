@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
+import type { DeliveryMetrics } from '../metrics/metrics.ts';
 import { claimDeliveries, nextDueAt, releaseLeases, requeueExpiredLeases } from './claim.ts';
 import { CompletionBatcher, finishUnattempted } from './complete.ts';
 import { DELIVERY_CHANNEL } from './enqueue.ts';
@@ -29,6 +30,8 @@ export interface WorkerOptions {
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
   /** Called each time the loop goes to sleep, with the epoch ms it sleeps until unless woken (tests wait for idleness through it). */
   onIdle?: (until: number) => void;
+  /** Absent when metrics are off (WEIR_METRICS=0). */
+  metrics?: DeliveryMetrics;
 }
 
 /**
@@ -107,6 +110,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private async process(d: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     if (d.sendAt > Date.now()) await abortableDelay(d.sendAt - Date.now(), signal);
     if (signal.aborted) return;
+    if (d.sendAt > 0) this.o.metrics?.pacingLag(Math.max(0, Date.now() - d.sendAt) / 1000);
     if (!d.capture) {
       await finishUnattempted(this.o.db, d, 'the captured request no longer exists (retention removed it)');
       this.o.onSettled?.(d, 'failed');
@@ -122,6 +126,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     if (signal.aborted) return;
     const decision = decide(result, d.retry, d.attemptNumber);
     const owned = await this.completions.record({ delivery: d, result, decision });
+    // counted once recorded, so a scrape never shows an attempt the queue does not yet reflect
+    this.o.metrics?.attempt(this.o.transport.destinationType, decision.status, result.durationMs / 1000);
     if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
     else if (decision.status === 'pending') this.sleeper.wakeBy(Date.now() + decision.delaySeconds * 1000);
     this.o.onSettled?.(d, decision.status);

@@ -6,7 +6,9 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import type { WeirMetrics } from '../metrics/metrics.ts';
 import { ApiError, errorBody, serviceUnavailable, type ErrorBody } from './errors.ts';
+import { openApiRoutes, registerOpenApi } from './openapi.ts';
 import { installRouteAuth } from './route-auth.ts';
 import { describeValidationError, validatorCompiler } from './validation.ts';
 
@@ -18,6 +20,8 @@ export interface AppDeps {
   logger: Logger;
   /** The {base_url} and {ingest_url} written into responses; known once the listeners are bound. */
   urls: { publicUrl: string; ingestUrl: string };
+  /** Absent when metrics are off (WEIR_METRICS=0). */
+  metrics?: WeirMetrics;
 }
 
 export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void | Promise<void>;
@@ -139,6 +143,8 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
   });
 
+  // before every route, so the document sees them all (src/http/openapi.ts)
+  await registerOpenApi(app);
   await app.register(
     async (v1) => {
       installRouteAuth(v1, deps.authenticator);
@@ -147,5 +153,6 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
     { prefix: '/v1' },
   );
   for (const m of modules.root) await m(app, deps);
+  await openApiRoutes(app);
   return app;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { sqlState, type Db } from '../db/db.ts';
+import type { IngestMetrics } from '../metrics/metrics.ts';
 import type { Capture } from '../requests/captures.ts';
 import { storeCaptures, type StoreOutcome } from './store.ts';
 
@@ -76,6 +77,7 @@ export class CaptureBatcher {
     private readonly db: Db,
     private readonly opts: BatcherOptions,
     private readonly logger?: Logger,
+    private readonly metrics?: Pick<IngestMetrics, 'group'>,
   ) {
     this.heavyBatchBytes = opts.heavyBatchBytes ?? 1024 * 1024;
     this.maxBatchRows = opts.maxBatchRows ?? 500;
@@ -168,6 +170,7 @@ export class CaptureBatcher {
 
   private async flush(batch: Pending[], light: boolean): Promise<void> {
     const results = await this.commit(batch);
+    this.metrics?.group(batch.length);
     // Free the slot and send the next group BEFORE answering this one, so
     // the database works on it while the answers are written.
     this.inFlight--;

@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import type { IngestMetrics, RefusalReason } from '../metrics/metrics.ts';
 import { newId } from '../db/ids.ts';
 import { idTime } from '../requests/capture-ids.ts';
 import { CaptureBatcher } from './batcher.ts';
@@ -13,6 +14,8 @@ export interface IngestDeps {
   db: Db;
   config: Config;
   logger: Logger;
+  /** Absent when metrics are off (WEIR_METRICS=0). */
+  metrics?: IngestMetrics;
 }
 
 /** Knobs tests turn; production uses the defaults. */
@@ -50,7 +53,7 @@ const PAUSED = 'endpoint paused';
  * specification fixes for 423) with 404, 413, 423 or 503.
  */
 export async function startIngest(deps: IngestDeps, port: number, opts: IngestOptions = {}): Promise<IngestListener> {
-  const { db, config, logger } = deps;
+  const { db, config, logger, metrics } = deps;
   const cache = new EndpointCache(db);
   await cache.start();
   const batcher = new CaptureBatcher(
@@ -65,6 +68,7 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
       maxInFlight: opts.maxInFlight ?? (db.kind === 'pglite' ? 1 : Math.min(2, Math.max(1, config.dbPoolSize - 1))),
     },
     logger,
+    metrics,
   );
   const proxies = trustedProxies(config.trustedProxies);
   let buffered = 0;
@@ -72,17 +76,19 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
   async function handle(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> {
     req.on('error', () => {});
     res.on('error', () => {});
+    // one clock read per request, only when metrics are on
+    const startedAt = metrics ? performance.now() : 0;
     const target = parseTarget(req.url);
-    if (!target) return reply(req, res, 404, { error: 'not found: ingestion URLs are /h/{slug}' });
+    if (!target) return refuse(req, res, 'not_found', 404, { error: 'not found: ingestion URLs are /h/{slug}' });
     const declared = req.headers['content-length'] === undefined ? 0 : Number(req.headers['content-length']);
-    if (declared > config.maxBodyBytes) return reply(req, res, 413, { error: `body larger than ${config.maxBodyBytes} bytes` });
-    if (buffered + declared > MAX_BUFFERED_BYTES) return reply(req, res, 503, { error: 'too many requests in progress, retry shortly' }, { 'retry-after': '1' });
+    if (declared > config.maxBodyBytes) return refuse(req, res, 'too_large', 413, { error: `body larger than ${config.maxBodyBytes} bytes` });
+    if (buffered + declared > MAX_BUFFERED_BYTES) return refuse(req, res, 'overloaded', 503, { error: 'too many requests in progress, retry shortly' }, { 'retry-after': '1' });
     let endpoint = await cache.lookup(target.slug);
     // A cached "paused" is confirmed before refusing, so an unpause counts at
     // once; a stale "active" is caught by the capture transaction itself.
     if (endpoint?.paused) endpoint = await cache.lookup(target.slug, { fresh: true });
-    if (!endpoint) return reply(req, res, 404, { error: 'endpoint not found' });
-    if (endpoint.paused) return reply(req, res, 423, { error: PAUSED });
+    if (!endpoint) return refuse(req, res, 'not_found', 404, { error: 'endpoint not found' });
+    if (endpoint.paused) return refuse(req, res, 'paused', 423, { error: PAUSED });
 
     if (expectsContinue) res.writeContinue();
     buffered += declared;
@@ -90,7 +96,8 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
     try {
       const body = await readBody(req, config.maxBodyBytes);
       if (!body.ok) {
-        if (body.reason === 'too_large') reply(req, res, 413, { error: `body larger than ${config.maxBodyBytes} bytes` });
+        if (body.reason === 'too_large') refuse(req, res, 'too_large', 413, { error: `body larger than ${config.maxBodyBytes} bytes` });
+        else metrics?.refused('malformed');
         return;
       }
       buffered += body.body.length - held;
@@ -112,19 +119,27 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
         content_type: headerValues(raw, 'content-type')[0] ?? null,
         source_ip: sourceAddress(req.socket.remoteAddress, proxies ? headerValues(raw, 'x-forwarded-for') : [], proxies),
       });
-      if (outcome === 'stored') return reply(req, res, 200, { request_id: id });
-      if (outcome === 'endpoint_gone') return reply(req, res, 404, { error: 'endpoint not found' });
-      if (outcome === 'endpoint_paused') return reply(req, res, 423, { error: PAUSED });
-      return reply(req, res, 503, { error: 'capture temporarily unavailable, retry shortly' }, { 'retry-after': '1' });
+      if (outcome === 'stored') {
+        reply(req, res, 200, { request_id: id });
+        return metrics?.acknowledged((performance.now() - startedAt) / 1000);
+      }
+      if (outcome === 'endpoint_gone') return refuse(req, res, 'not_found', 404, { error: 'endpoint not found' });
+      if (outcome === 'endpoint_paused') return refuse(req, res, 'paused', 423, { error: PAUSED });
+      return refuse(req, res, 'overloaded', 503, { error: 'capture temporarily unavailable, retry shortly' }, { 'retry-after': '1' });
     } finally {
       buffered -= held;
     }
   }
 
+  function refuse(req: IncomingMessage, res: ServerResponse, reason: RefusalReason, status: number, body: object, extra?: Record<string, string>): void {
+    metrics?.refused(reason);
+    reply(req, res, status, body, extra);
+  }
+
   const onRequest = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res, expectsContinue).catch((err) => {
       logger.error({ err }, 'ingest request failed');
-      if (!res.headersSent) reply(req, res, 503, { error: 'capture temporarily unavailable, retry shortly' }, { 'retry-after': '1' });
+      if (!res.headersSent) refuse(req, res, 'overloaded', 503, { error: 'capture temporarily unavailable, retry shortly' }, { 'retry-after': '1' });
       else res.destroy();
     });
   };

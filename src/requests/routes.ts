@@ -6,6 +6,7 @@ import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { getCapture, listCaptures } from './captures.ts';
 import { presentCapture, presentCaptureSummary } from './present.ts';
+import { capturePageResponse, captureResponse } from './schemas.ts';
 
 const READ = { scopes: ['requests:read'], permission: 'requests.view' } as const;
 
@@ -46,7 +47,7 @@ function timestamp(value: string | undefined, name: string): Date | undefined {
 export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
   app.get<{ Params: { id: string }; Querystring: ListQuery }>(
     '/endpoints/:id/requests',
-    { config: { auth: READ }, schema: { params: idParams, querystring: listQuery } },
+    { config: { auth: READ }, schema: { params: idParams, querystring: listQuery, response: capturePageResponse } },
     async (request) => {
       const orgId = request.auth.organizationId;
       const endpointId = pathId(request.params.id, 'Endpoint');
@@ -66,7 +67,7 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
     },
   );
 
-  app.get<{ Params: { id: string } }>('/requests/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/requests/:id', { config: { auth: READ }, schema: { params: idParams, response: captureResponse } }, async (request) => {
     const id = pathId(request.params.id, 'Request');
     const capture = await getCapture(db, request.auth.organizationId, id);
     if (!capture) throw notFound(`Request ${id} not found.`);

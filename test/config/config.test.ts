@@ -50,6 +50,9 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: '-1' }, /integer 0-1000/],
   ['WEIR_PGLITE_FSYNC', { WEIR_PGLITE_FSYNC: 'yes' }, /1 or 0/],
   ['WEIR_DB_MAINTENANCE', { WEIR_DB_MAINTENANCE: 'sometimes' }, /auto, all or off/],
+  ['WEIR_METRICS', { WEIR_METRICS: 'off' }, /1 or 0/],
+  ['WEIR_METRICS_TOKEN', { WEIR_METRICS_TOKEN: 'short' }, /at least 16/],
+  ['WEIR_SSE_HEARTBEAT_MS', { WEIR_SSE_HEARTBEAT_MS: '10' }, /integer 100-300000/],
 ];
 
 describe('loadConfig', () => {
@@ -111,6 +114,13 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({}).dbMaintenance, 'auto');
     assert.equal(loadConfig({ WEIR_DB_MAINTENANCE: 'all' }).dbMaintenance, 'all');
     assert.equal(loadConfig({ WEIR_DB_MAINTENANCE: 'off' }).dbMaintenance, 'off');
+  });
+
+  it('has metrics on and open, and 15 s live-tail heartbeats, unless asked', () => {
+    const c = loadConfig({});
+    assert.deepEqual([c.metrics, c.metricsToken, c.sseHeartbeatMs], [true, undefined, 15_000]);
+    assert.equal(loadConfig({ WEIR_METRICS: '0' }).metrics, false);
+    assert.equal(loadConfig({ WEIR_METRICS_TOKEN: 'metrics-token-0123456789' }).metricsToken, 'metrics-token-0123456789');
   });
 
   it('treats an empty variable as unset', () => {

@@ -4,9 +4,10 @@
 import { initIncidents } from './incidents.js';
 import { initAgents } from './agents.js';
 import { initSubscriptions } from './subscriptions.js';
+import { followRequests } from './tail.js';
 
 const $ = (id) => document.getElementById(id);
-const state = { key: localStorage.getItem('weir.key') || '', endpoint: null, oldest: null, timer: null, request: null };
+const state = { key: localStorage.getItem('weir.key') || '', endpoint: null, oldest: null, tail: null, request: null };
 
 async function api(method, path, body) {
   const res = await fetch('/v1' + path, {
@@ -69,7 +70,8 @@ async function loadEndpoints() {
 
 function clearEndpoint() {
   state.endpoint = null;
-  clearInterval(state.timer);
+  state.tail?.stop();
+  state.tail = null;
   $('endpoint').hidden = true;
   $('request').hidden = true;
   $('pick').hidden = false;
@@ -90,9 +92,20 @@ async function selectEndpoint(ep) {
   showEndpoint(ep);
   $('request').hidden = true;
   for (const li of $('endpoints').children) li.className = li.textContent.startsWith(ep.name) ? 'active' : '';
+  state.tail?.stop();
   await Promise.all([loadDestinations(), loadRequests()]);
-  clearInterval(state.timer);
-  state.timer = setInterval(() => loadRequests().catch(() => {}), 2000);
+  // new captures arrive over the live tail instead of a refresh every 2 s
+  state.tail = followRequests({
+    endpointId: ep.id,
+    // resume after the newest row shown: nothing captured since the page was read is missed
+    after: $('requests').firstElementChild?.dataset.id ?? null,
+    key: state.key,
+    onRequest: (r) => {
+      if (state.endpoint?.id !== r.endpoint_id || document.querySelector(`#requests tr[data-id="${r.id}"]`)) return;
+      $('requests').prepend(requestRow(r));
+    },
+    onState: (s) => ($('tail-state').textContent = s === 'live' ? 'live' : s === 'reconnecting' ? 'reconnecting…' : s),
+  });
 }
 
 async function loadDestinations() {
@@ -115,16 +128,19 @@ function formatSize(n) {
 }
 
 function appendRequests(page) {
-  for (const r of page.data) {
-    const tr = row([new Date(r.received_at).toLocaleString(), r.method, (r.path || '/') + (r.query ? '?' + r.query : ''), r.content_type || '', formatSize(r.body_size)]);
-    tr.onclick = () => showRequest(r.id);
-    $('requests').append(tr);
-  }
+  for (const r of page.data) $('requests').append(requestRow(r));
   state.oldest = page.meta.next_cursor;
   $('more').hidden = !page.meta.has_more;
 }
 
-// The 2 s refresh re-reads the newest page; "Older" stops it and appends the page before the oldest row shown.
+function requestRow(r) {
+  const tr = row([new Date(r.received_at).toLocaleString(), r.method, (r.path || '/') + (r.query ? '?' + r.query : ''), r.content_type || '', formatSize(r.body_size)]);
+  tr.dataset.id = r.id;
+  tr.onclick = () => showRequest(r.id);
+  return tr;
+}
+
+// The newest page once; the live tail prepends what arrives after it and "Older" appends the page before the oldest row shown.
 async function loadRequests() {
   if (!state.endpoint) return;
   const page = (await api('GET', `/endpoints/${state.endpoint.id}/requests?limit=50`)).data;
@@ -134,7 +150,6 @@ async function loadRequests() {
 
 async function loadOlder() {
   if (!state.oldest) return;
-  clearInterval(state.timer);
   appendRequests((await api('GET', `/endpoints/${state.endpoint.id}/requests?limit=50&before=${state.oldest}`)).data);
 }
 
@@ -182,8 +197,7 @@ $('signin-form').onsubmit = (e) => {
   e.preventDefault();
   state.key = $('key').value.trim();
   localStorage.setItem('weir.key', state.key);
-  const agents = initAgents({ api, el, $ });
-signIn();
+  signIn();
 };
 $('signout').onclick = () => {
   localStorage.removeItem('weir.key');

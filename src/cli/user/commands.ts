@@ -1,0 +1,167 @@
+import { Command, CommanderError } from 'commander';
+import { ApiFailure, WeirApi } from './api-client.ts';
+import { loadCredentials, saveCredentials } from './credentials.ts';
+import { prettyBody, table } from './format.ts';
+import { listen } from './listen.ts';
+import { replayAll } from './replay.ts';
+import { tail } from './tail.ts';
+
+type Env = Record<string, string | undefined>;
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  /** Raw bytes to stdout (requests show --raw). */
+  bytes(b: Buffer): void;
+}
+
+/** A failure a command expects (bad argument, not logged in): one line, exit code 2. */
+class UsageFailure extends Error {}
+
+const json = (v: unknown) => JSON.stringify(v, null, 2) + '\n';
+
+/**
+ * The user CLI: `weir login | endpoints | requests | tail | replay | listen`.
+ * Every command takes --json; an API error becomes one line on stderr and
+ * exit code 1, bad usage exit code 2.
+ */
+export async function runUserCli(argv: string[], env: Env, io: Io): Promise<number> {
+  const api = () => {
+    const c = loadCredentials(env);
+    if ('missing' in c) throw new UsageFailure(c.missing);
+    return new WeirApi(c);
+  };
+  const program = new Command('weir')
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .showSuggestionAfterError();
+
+  program
+    .command('login')
+    .description('store the server and API key for the other commands (0600, in your config directory)')
+    .requiredOption('--server <url>', 'the Weir base URL, e.g. http://127.0.0.1:8080')
+    .requiredOption('--key <key>', 'an API key, wr_live_...')
+    .option('--json', 'JSON output')
+    .action(async (o: { server: string; key: string; json?: boolean }) => {
+      if (!URL.canParse(o.server) || !/^https?:$/.test(new URL(o.server).protocol)) throw new UsageFailure(`--server must be an http:// or https:// URL, got "${o.server}"`);
+      const creds = { server: o.server.replace(/\/+$/, ''), key: o.key };
+      // check the pair before storing it, so a typo is caught now
+      const me = await new WeirApi(creds).call('GET', '/v1/me');
+      const path = saveCredentials(env, creds);
+      io.out(o.json ? json({ server: creds.server, path, organization: me.organization ?? null }) : `Logged in to ${creds.server}; stored in ${path}\n`);
+    });
+
+  const endpoints = program.command('endpoints').description('list, create, pause and delete endpoints');
+  endpoints
+    .command('ls')
+    .option('--json', 'JSON output')
+    .action(async (o: { json?: boolean }) => {
+      const items = await api().call<any[]>('GET', '/v1/endpoints');
+      if (o.json) return io.out(json(items));
+      io.out(table([['ID', 'NAME', 'STATE', 'INGEST URL'], ...items.map((e) => [e.id, e.name, e.paused ? 'paused' : 'active', e.ingest_url])]));
+    });
+  endpoints
+    .command('create <name>')
+    .option('--forward-url <url>', 'forward each capture to this HTTPS URL')
+    .option('--json', 'JSON output')
+    .action(async (name: string, o: { forwardUrl?: string; json?: boolean }) => {
+      const e = await api().call('POST', '/v1/endpoints', { name, ...(o.forwardUrl ? { forward_url: o.forwardUrl } : {}) });
+      io.out(o.json ? json(e) : `Created ${e.name} (${e.id})\nIngest URL: ${e.ingest_url}\n`);
+    });
+  for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
+    endpoints
+      .command(`${verb} <endpoint>`)
+      .description(`${verb} capture (by id or name)`)
+      .option('--json', 'JSON output')
+      .action(async (ref: string, o: { json?: boolean }) => {
+        const client = api();
+        const e = await client.call('PATCH', `/v1/endpoints/${(await client.endpoint(ref)).id}`, { paused });
+        io.out(o.json ? json(e) : `${e.name} is ${e.paused ? 'paused: ingestion answers 423' : 'active'}\n`);
+      });
+  }
+  endpoints
+    .command('rm <endpoint>')
+    .description('delete an endpoint and its captures (by id or name)')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, o: { json?: boolean }) => {
+      const client = api();
+      const e = await client.endpoint(ref);
+      await client.call('DELETE', `/v1/endpoints/${e.id}`);
+      io.out(o.json ? json({ deleted: e.id }) : `Deleted ${e.name} (${e.id})\n`);
+    });
+
+  const requests = program.command('requests').description('captured requests');
+  requests
+    .command('ls <endpoint>')
+    .option('--limit <n>', 'how many, newest first (1-100)', '25')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, o: { limit: string; json?: boolean }) => {
+      if (!/^\d+$/.test(o.limit)) throw new UsageFailure(`--limit must be a number, got "${o.limit}"`);
+      const client = api();
+      const page = await client.call('GET', `/v1/endpoints/${(await client.endpoint(ref)).id}/requests?limit=${o.limit}`);
+      if (o.json) return io.out(json(page));
+      io.out(table([['ID', 'RECEIVED', 'METHOD', 'PATH', 'SIZE'], ...page.data.map((r: any) => [r.id, r.received_at, r.method, (r.path || '/') + (r.query ? `?${r.query}` : ''), String(r.body_size)])]));
+    });
+  requests
+    .command('show <id>')
+    .description('one capture: headers in arrival order, body pretty-printed by its content type')
+    .option('--raw', 'write the body bytes exactly as captured, nothing else')
+    .option('--json', 'JSON output')
+    .action(async (id: string, o: { raw?: boolean; json?: boolean }) => {
+      const r = await api().call('GET', `/v1/requests/${encodeURIComponent(id)}`);
+      const body = Buffer.from(r.body, r.body_encoding === 'base64' ? 'base64' : 'utf8');
+      if (o.raw) return io.bytes(body);
+      if (o.json) return io.out(json(r));
+      const lines = [`${r.method} ${r.path || '/'}${r.query ? `?${r.query}` : ''}`, `id: ${r.id}  received: ${r.received_at}  from: ${r.source_ip ?? '-'}`, ''];
+      for (const h of r.headers) lines.push(`${h.name}: ${h.value}`);
+      lines.push('', prettyBody(body, r.content_type));
+      io.out(lines.join('\n') + '\n');
+    });
+
+  program
+    .command('replay <request-ids...>')
+    .description("forward captured requests again to their endpoint's destinations (a progress bar for several)")
+    .option('--destination <id>', 'only this forward destination')
+    .option('--json', 'JSON output')
+    .action(async (ids: string[], o: { destination?: string; json?: boolean }) => {
+      const client = api();
+      const failures = await replayAll(client, ids, o.destination, io, Boolean(o.json));
+      if (failures > 0) process.exitCode = 1;
+    });
+
+  program
+    .command('tail <endpoint>')
+    .description('follow captures as they arrive, one line each (Ctrl-C stops)')
+    .option('--json', 'one JSON object per line')
+    .action(async (ref: string, o: { json?: boolean }) => {
+      const client = api();
+      await tail(client, (await client.endpoint(ref)).id, io, Boolean(o.json));
+    });
+
+  program
+    .command('listen <port> [path]')
+    .description('receive webhooks on this machine: a development endpoint forwarded through an agent to 127.0.0.1:<port><path>')
+    .option('--name <name>', 'endpoint (and agent) name to create or reuse')
+    .option('--json', 'one JSON object per line')
+    .action(async (port: string, path: string | undefined, o: { name?: string; json?: boolean }) => {
+      if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw new UsageFailure(`<port> must be 1-65535, got "${port}"`);
+      if (path !== undefined && !path.startsWith('/')) throw new UsageFailure(`[path] must start with /, got "${path}"`);
+      process.exitCode = await listen(api(), { port: Number(port), path: path ?? '/', name: o.name ?? `dev-${port}`, json: Boolean(o.json) }, io);
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return Number(process.exitCode ?? 0);
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (err instanceof UsageFailure) {
+      io.err(`weir: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof ApiFailure) {
+      io.err(`weir: ${err.message} (${err.code}${err.status ? `, HTTP ${err.status}` : ''})\n`);
+      return 1;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,58 @@
+import { runUntilSignal, version } from '../../agents/agent-command.ts';
+import { AgentClient } from '../../agents/client.ts';
+import { humanOutput, jsonOutput } from '../../agents/output.ts';
+import type { WeirApi } from './api-client.ts';
+import type { Io } from './commands.ts';
+
+export interface ListenOptions {
+  port: number;
+  path: string;
+  /** The endpoint's and the agent's name: what makes a second `weir listen` reuse them. */
+  name: string;
+  json: boolean;
+}
+
+/**
+ * `weir listen <port> [path]`: the endpoint named `name` (created when
+ * absent), a development agent of the same name with a fresh token (a
+ * token is shown only once, so reusing the agent means re-issuing it: a
+ * second `weir listen` with the same name takes over from the first), an
+ * agent destination to 127.0.0.1:<port><path> (created or re-pointed),
+ * then the agent itself in this process until Ctrl-C.
+ */
+export async function listen(api: WeirApi, o: ListenOptions, io: Io): Promise<number> {
+  const endpoints = await api.call<any[]>('GET', '/v1/endpoints');
+  const endpoint = endpoints.find((e) => e.name === o.name) ?? (await api.call('POST', '/v1/endpoints', { name: o.name, description: 'weir listen' }));
+  if (endpoint.paused) await api.call('PATCH', `/v1/endpoints/${endpoint.id}`, { paused: false });
+
+  const agents = await api.all('/v1/agents');
+  const existing = agents.find((a) => a.name === o.name && !a.revoked_at);
+  const agent = existing
+    ? await api.call('POST', `/v1/agents/${existing.id}/token`)
+    : await api.call('POST', '/v1/agents', { name: o.name, environment: 'development' });
+
+  const { data: destinations } = await api.call<{ data: any[] }>('GET', `/v1/endpoints/${endpoint.id}/destinations`);
+  const mine = destinations.find((d) => d.destination_type === 'agent' && d.agent_id === agent.id);
+  if (!mine) {
+    await api.call('POST', '/v1/destinations', {
+      name: `${o.name} (127.0.0.1:${o.port})`,
+      destination_type: 'agent',
+      endpoint_id: endpoint.id,
+      agent_id: agent.id,
+      target_port: o.port,
+      target_path: o.path,
+    });
+  } else if (mine.target_port !== o.port || mine.target_path !== o.path || !mine.enabled) {
+    await api.call('PATCH', `/v1/endpoints/${endpoint.id}/destinations/${mine.id}`, { target_port: o.port, target_path: o.path, enabled: true });
+  }
+
+  const line = (text: string) => io.out(text + '\n');
+  if (o.json) line(JSON.stringify({ event: 'listening', endpoint_id: endpoint.id, ingest_url: endpoint.ingest_url, target: `http://127.0.0.1:${o.port}${o.path}` }));
+  else {
+    line(`Webhook URL (paste it into Stripe, GitHub, ...): ${endpoint.ingest_url}`);
+    line(`Forwarding to http://127.0.0.1:${o.port}${o.path}   (endpoint ${o.name}; Ctrl-C stops)`);
+  }
+  const output = o.json ? jsonOutput(line) : humanOutput(line, (text) => io.err(text + '\n'));
+  const client = new AgentClient({ server: api.c.server, token: agent.token, version: version(), maxBodyBytes: 10 * 1024 * 1024, output });
+  return runUntilSignal(client);
+}

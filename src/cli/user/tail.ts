@@ -1,0 +1,72 @@
+import type { WeirApi } from './api-client.ts';
+import { ApiFailure } from './api-client.ts';
+import type { Io } from './commands.ts';
+
+/** One line per capture: time, method, path and query, size, id. */
+function line(r: any): string {
+  return `${r.received_at}  ${r.method.padEnd(6)} ${(r.path || '/') + (r.query ? `?${r.query}` : '')}  ${r.body_size} B  ${r.id}`;
+}
+
+/**
+ * `weir tail <endpoint>`: reads the live-tail SSE stream and prints one line
+ * per capture until Ctrl-C; when the stream drops (a node restarting, this
+ * client too slow) it reconnects with Last-Event-ID, so nothing still stored
+ * is skipped.
+ */
+export async function tail(api: WeirApi, endpointId: string, io: Io, json: boolean): Promise<void> {
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  let lastId: string | undefined;
+  try {
+    while (!abort.signal.aborted) {
+      try {
+        await follow();
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        if (err instanceof ApiFailure && err.status >= 400 && err.status < 500) throw err;
+        io.err(`weir: stream lost (${(err as Error).message}); reconnecting\n`);
+      }
+      if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 1000));
+    }
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+
+  async function follow(): Promise<void> {
+    const headers: Record<string, string> = { authorization: `Bearer ${api.c.key}`, accept: 'text/event-stream' };
+    if (lastId) headers['last-event-id'] = lastId;
+    const res = await fetch(`${api.c.server}/v1/endpoints/${endpointId}/requests/stream`, { headers, signal: abort.signal });
+    if (!res.ok || !res.body) {
+      const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
+      throw new ApiFailure(res.status, body?.error?.code ?? 'error', body?.error?.message ?? `the stream answered ${res.status}`);
+    }
+    if (!lastId && !json) io.err(`Following ${endpointId} (Ctrl-C stops)\n`);
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const chunk of res.body) {
+      buf += decoder.decode(chunk as Uint8Array, { stream: true });
+      let cut;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        const fields = new Map<string, string>();
+        for (const l of block.split('\n')) {
+          const at = l.indexOf(': ');
+          if (at > 0) fields.set(l.slice(0, at), l.slice(at + 2));
+        }
+        if (fields.get('event') === 'request') {
+          const r = JSON.parse(fields.get('data') ?? '{}');
+          lastId = fields.get('id');
+          io.out(json ? JSON.stringify(r) + '\n' : line(r) + '\n');
+        } else if (fields.get('event') === 'overflow') {
+          io.err('weir: fell behind the stream; resuming after the last capture shown\n');
+        } else if (block === ': live' && json) {
+          io.out(JSON.stringify({ event: 'live', endpoint_id: endpointId }) + '\n');
+        }
+      }
+    }
+  }
+}

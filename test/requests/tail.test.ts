@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { capturesAfter, TailHub } from '../../src/requests/tail.ts';
+import { TailStream } from '../../src/requests/tail-stream.ts';
+import { seedOrg } from '../helpers/app.ts';
+import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
+import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
+import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
+import { openSse } from './sse-client.ts';
+
+async function capture(node: WeirProcess, slug: string, body: string): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${node.ingestPort}/h/${slug}/tail?x=1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  assert.equal(res.status, 200);
+  return ((await res.json()) as { request_id: string }).request_id;
+}
+
+/**
+ * Live tail through running Weir processes. On PostgreSQL two nodes share
+ * the database and every capture is taken on the node the client is NOT
+ * connected to; on PGlite (one process per data folder) both are one node.
+ */
+describe('live tail over Server-Sent Events', () => {
+  let store: Store;
+  let a: WeirProcess;
+  let b: WeirProcess;
+  let key: string;
+  let endpoint: { id: string; slug: string };
+
+  before(async () => {
+    store = await freshStore();
+    const env = { ...store.env, WEIR_SSE_HEARTBEAT_MS: '200' };
+    a = await startWeirProcess(env);
+    b = onPostgres ? await startWeirProcess(env) : a;
+    key = a.bootstrapKey!;
+    const ep = await http(a.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'tailed' } });
+    assert.equal(ep.status, 201);
+    endpoint = ep.json.data;
+  });
+  after(async () => {
+    await Promise.all([a?.stop('SIGKILL'), b?.stop('SIGKILL')]);
+    await store?.drop();
+  });
+
+  const streamUrl = (node: WeirProcess, id = endpoint.id) => `${node.base}/v1/endpoints/${id}/requests/stream`;
+
+  it('answers bad requests in the error envelope before any stream opens', async () => {
+    const noKey = await fetch(streamUrl(b));
+    assert.equal(noKey.status, 401);
+    assert.equal(((await noKey.json()) as any).error.code, 'unauthorized');
+    const cases: Array<[string, Record<string, string>, number, string]> = [
+      [streamUrl(b, '00000000-0000-7000-8000-000000000000'), {}, 404, 'not_found'],
+      [streamUrl(b, 'not-an-id'), {}, 404, 'not_found'],
+      [streamUrl(b), { 'last-event-id': 'nope' }, 400, 'bad_request'],
+      [`${streamUrl(b)}?last_event_id=nope`, {}, 400, 'bad_request'],
+      [`${streamUrl(b)}?follow=1`, {}, 400, 'bad_request'],
+    ];
+    for (const [url, headers, status, code] of cases) {
+      const res = await fetch(url, { headers: { authorization: `Bearer ${key}`, ...headers } });
+      assert.equal(res.status, status, url);
+      assert.equal(((await res.json()) as any).error.code, code, url);
+    }
+  });
+
+  it('sends each capture taken on another node as one event with its id, and heartbeats', async () => {
+    const sse = await openSse(streamUrl(b), key);
+    try {
+      assert.equal(sse.status, 200);
+      assert.match(sse.contentType ?? '', /^text\/event-stream/);
+      await sse.waitForComment(`following endpoint ${endpoint.id}`);
+      await sse.waitForComment('live');
+      const first = await capture(a, endpoint.slug, '{"n":1}');
+      const second = await capture(a, endpoint.slug, '{"n":2}');
+      const events = await sse.waitForEvents(2);
+      assert.deepEqual(events.map((e) => e.id), [first, second]);
+      assert.deepEqual(events.map((e) => e.event), ['request', 'request']);
+      const data = JSON.parse(events[0].data);
+      assert.equal(data.id, first);
+      assert.equal(data.endpoint_id, endpoint.id);
+      assert.equal(data.method, 'POST');
+      assert.equal(data.path, '/tail');
+      assert.equal(data.query, 'x=1');
+      assert.equal(data.body_size, 7);
+      await sse.waitForComment('heartbeat');
+    } finally {
+      sse.close();
+    }
+  });
+
+  it('resumes after Last-Event-ID: a reconnecting client gets what it missed, in order, then live captures', async () => {
+    const sse = await openSse(streamUrl(a), key);
+    await sse.waitForComment('live');
+    const seen = await capture(b, endpoint.slug, '{"n":"seen"}');
+    await sse.waitForEvents(1);
+    sse.close();
+    const missed = [await capture(b, endpoint.slug, '{"n":"m1"}'), await capture(b, endpoint.slug, '{"n":"m2"}')];
+
+    for (const resume of [{ 'last-event-id': seen }, undefined]) {
+      const url = resume ? streamUrl(a) : `${streamUrl(a)}?last_event_id=${seen}`;
+      const again = await openSse(url, key, resume);
+      try {
+        const backlog = await again.waitForEvents(2);
+        assert.deepEqual(backlog.map((e) => e.id), missed);
+        if (resume) {
+          const live = await capture(b, endpoint.slug, '{"n":"live"}');
+          missed.push(live);
+          const events = await again.waitForEvents(3);
+          assert.equal(events[2].id, live);
+        }
+        assert.ok(!again.events.some((e) => e.id === seen), 'the last event seen is not sent again');
+      } finally {
+        again.close();
+      }
+      missed.pop();
+    }
+  });
+});
+
+describe('a live-tail client that does not read', () => {
+  let t: TestDb;
+  before(async () => {
+    t = await openTestDb();
+  });
+  beforeEach(() => t.reset());
+  after(() => t.close());
+
+  it('is cut off with an overflow event once it is the bound behind, and memory stops growing', async () => {
+    const { org } = await seedOrg(t.db);
+    const ep = await insertEndpoint(t.db, org.id);
+    const hub = new TailHub(t.db, pino({ level: 'silent' }), 20);
+    // a socket whose peer never reads: writes only pile up in its buffer
+    const written: string[] = [];
+    const out = new (class extends Writable {
+      // everything the stream writes, whether the peer took it or it waits in the buffer
+      override write(chunk: unknown, ...rest: never[]): boolean {
+        written.push(String(chunk));
+        return super.write(chunk, ...rest);
+      }
+    })({ highWaterMark: 1, write: () => {} });
+    let ended = false;
+    const stream = new TailStream(out, { heartbeatMs: 60_000, maxBufferedBytes: 4096 }, () => (ended = true));
+    await stream.start(hub, org.id, ep.id);
+    const ids = (await insertCaptures(t.db, ep, Array.from({ length: 40 }, (_, i) => ({ body: `{"i":${i}}` })))).map((c) => c.id);
+    while (!ended) await new Promise((r) => setTimeout(r, 20));
+    hub.stop();
+    const text = written.join('');
+    assert.match(text, /event: overflow\ndata: \{"error":\{"code":"slow_consumer"/);
+    assert.ok(out.writableLength < 4096 + 2048, `buffered ${out.writableLength} bytes`);
+    const sent = [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1]);
+    assert.ok(sent.length > 0 && sent.length < ids.length, `${sent.length} of ${ids.length} events before the cut`);
+    assert.deepEqual(sent, ids.slice(0, sent.length));
+    // what it missed is still readable after the last event it got
+    const rest = await capturesAfter(t.db, org.id, ep.id, sent[sent.length - 1]);
+    assert.deepEqual(rest.map((c) => c.id), ids.slice(sent.length));
+  });
+});
