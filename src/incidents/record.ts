@@ -47,7 +47,3 @@ export const RECORD_OUTCOMES_FOR_INCIDENTS = `
           and (o.status = 'succeeded' or f.replay_delivery_id = o.delivery_id)
      )`;
 
-/** The scope key of a delivery target, as the statement above computes it. */
-export function scopeKeyOf(t: { forwardDestinationId: string | null; url: string | null; agentId: string | null }): string {
-  return t.forwardDestinationId !== null ? `fd:${t.forwardDestinationId}` : `url:${t.url ?? t.agentId}`;
-}
