@@ -31,18 +31,12 @@ import { createOrganization } from '../src/orgs/organizations.ts';
 import { idTime } from '../src/requests/capture-ids.ts';
 import type { Capture } from '../src/requests/captures.ts';
 import { openBenchDb } from './bench-db.ts';
+import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONCURRENCY = 32;
-const BODY = Buffer.from(JSON.stringify({ id: 'evt_bench', type: 'charge.succeeded', data: { object: { amount: 2000, currency: 'usd', pad: 'x'.repeat(800) } } }));
-const HEADERS: Array<[string, string]> = [
-  ['Content-Type', 'application/json'],
-  ['User-Agent', 'Stripe/1.0 (+https://stripe.com/docs/webhooks)'],
-  ['Stripe-Signature', 't=1700000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd'],
-];
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number, d = 0) => n.toFixed(d);

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, urlHost } from './config.ts';
 
 // Each command loads only what it runs: `weir admin` is a small HTTP client
 // and need not pay for loading the server, the database drivers and Fastify.
@@ -7,13 +7,14 @@ const USAGE = `usage: weir <command>
   serve     start a Weir node (API, dashboard and ingest listeners)
   migrate   apply database migrations and exit
   admin     call the operator API (weir admin --help)
+  keys create  mint an API key in the local database, no token needed (weir keys --help)
   agent     forward to this machine's loopback ports (weir agent --help)
 
   login     store a server and API key for the commands below
   endpoints ls | create | pause | resume | rm
-  requests  ls <endpoint> | show <id> [--raw]
+  requests  ls <endpoint> | show <id> [--raw] | export <endpoint> [--out FILE] [--since T]
   tail      follow an endpoint's captures live
-  replay    forward a captured request again
+  replay    forward captured requests again
   listen    receive webhooks on this machine: weir listen <port> [path]
   (each takes --help and --json)`;
 
@@ -39,6 +40,9 @@ async function serve(): Promise<void> {
     `  Dashboard:  ${weir.urls.publicUrl}/`,
     `  Ingest:     ${weir.urls.ingestUrl}/h/{slug}   (port ${weir.ingestPort})`,
   ];
+  if (weir.metricsPort !== undefined) lines.push(`  Metrics:    http://${urlHost(config.host)}:${weir.metricsPort}/metrics   (port ${weir.metricsPort})`);
+  else if (config.metrics) lines.push(`  Metrics:    ${weir.urls.publicUrl}/metrics`);
+  const lostKeyHint = `${weir.db.kind === 'postgres' ? 'Run' : 'Stop Weir, then run'}: npx weir keys create`;
   if (weir.bootstrap) {
     lines.push(
       '',
@@ -46,7 +50,11 @@ async function serve(): Promise<void> {
       `  API key, shown only this once, store it now:`,
       `  ${weir.bootstrap.key}`,
       `  Try: curl -H "Authorization: Bearer ${weir.bootstrap.key}" ${weir.urls.publicUrl}/v1/me`,
+      `  Lost it? ${lostKeyHint}`,
     );
+  } else {
+    // every later start too: the person who lost the first key is the one reading this
+    lines.push('', `Sign in to the dashboard with an API key. No key? ${lostKeyHint}`);
   }
   process.stdout.write(lines.join('\n') + '\n');
   const shutdown = (signal: string) => {
@@ -89,6 +97,11 @@ try {
     case 'admin': {
       const { runAdmin } = await import('./cli/admin.ts');
       process.exitCode = await runAdmin(rest, process.env);
+      break;
+    }
+    case 'keys': {
+      const { runKeys } = await import('./cli/keys.ts');
+      process.exitCode = await runKeys(rest, process.env, { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) });
       break;
     }
     case 'agent': {

@@ -37,6 +37,8 @@ export interface Config {
   metrics: boolean;
   /** Bearer token /metrics requires when set (WEIR_METRICS_TOKEN). */
   metricsToken: string | undefined;
+  /** WEIR_METRICS_PORT: /metrics on a listener of its own instead of the API listener; undefined = on the API listener. */
+  metricsPort: number | undefined;
   /** Heartbeat comment interval of live-tail streams (WEIR_SSE_HEARTBEAT_MS; docs/capture.md). */
   sseHeartbeatMs: number;
 }
@@ -166,6 +168,12 @@ export function loadConfig(env: Env = process.env): Config {
   const apiPort = port(env, 'WEIR_API_PORT', 8080);
   const ingestPort = port(env, 'WEIR_INGEST_PORT', 8081);
   if (apiPort !== 0 && apiPort === ingestPort) throw new ConfigError('WEIR_INGEST_PORT', `must differ from WEIR_API_PORT (both are ${apiPort})`);
+  const metricsPort = str(env, 'WEIR_METRICS_PORT') === undefined ? undefined : port(env, 'WEIR_METRICS_PORT', 0);
+  if (metricsPort !== undefined && metrics === '0') throw new ConfigError('WEIR_METRICS_PORT', 'is set, but WEIR_METRICS=0 turns metrics off: unset one of them');
+  if (metricsPort) {
+    const clash = metricsPort === apiPort ? 'WEIR_API_PORT' : metricsPort === ingestPort ? 'WEIR_INGEST_PORT' : undefined;
+    if (clash) throw new ConfigError('WEIR_METRICS_PORT', `must differ from ${clash} (both are ${metricsPort})`);
+  }
   // Node reads NODE_EXTRA_CA_CERTS itself and only warns when the file is missing; forwards would then fail TLS far from the cause.
   readableFile(env, 'NODE_EXTRA_CA_CERTS');
   return {
@@ -191,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...deliverySettings(env),
     metrics: metrics === '1',
     metricsToken,
+    metricsPort,
     sseHeartbeatMs: boundedInt(env, 'WEIR_SSE_HEARTBEAT_MS', 15_000, 300_000, 100),
   };
 }

@@ -10,6 +10,7 @@ import { nodeName, startDelivery } from './delivery/start.ts';
 import { buildApp, type AppDeps } from './http/app.ts';
 import { startIncidents } from './incidents/start.ts';
 import { startIngest } from './ingest/server.ts';
+import { startMetricsListener } from './metrics/listener.ts';
 import { WeirMetrics } from './metrics/metrics.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
@@ -22,6 +23,8 @@ export interface RunningWeir {
   db: Db;
   apiPort: number;
   ingestPort: number;
+  /** The WEIR_METRICS_PORT listener's port, when metrics have one of their own. */
+  metricsPort: number | undefined;
   urls: { publicUrl: string; ingestUrl: string };
   bootstrap: BootstrapResult | undefined;
   logger: Logger;
@@ -75,6 +78,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     const apiPort = (app.server.address() as { port: number }).port;
     const ingest = await startIngest({ db, config, logger, metrics: metrics?.ingest }, config.ingestPort);
     started.push(() => ingest.close());
+    const metricsListener = metrics && config.metricsPort !== undefined ? await startMetricsListener({ metrics, config, logger }, config.metricsPort) : undefined;
+    started.push(async () => metricsListener?.close());
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
     const delivery = await startDelivery({ db, config, logger, metrics: metrics?.delivery });
     started.push(() => delivery.stop());
@@ -97,6 +102,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
       db,
       apiPort,
       ingestPort: ingest.port,
+      metricsPort: metricsListener?.port,
       urls,
       bootstrap,
       logger,
@@ -106,7 +112,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
         closing ??= (async () => {
           // agent links first: they are upgraded sockets the API listener would wait for
           await agents.stop();
-          await Promise.all([app.close(), ingest.close()]);
+          await Promise.all([app.close(), ingest.close(), metricsListener?.close()]);
           // in-flight forwards finish (or give their leases back) before the database goes
           await delivery.stop();
           await incidents.stop();

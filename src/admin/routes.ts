@@ -15,6 +15,7 @@ import { createOrganization, getOrganization, listOrganizations, updateOrganizat
 import { PLAN_NAMES, type PlanName } from '../orgs/plans.ts';
 import { memberInviteSchema, memberPatchSchema, presentMember, presentOrganization } from '../orgs/present.ts';
 import { checkedEmail, memberOrThrow } from '../orgs/routes.ts';
+import { adminResponses as R } from './responses.ts';
 
 const OPERATOR = { type: 'operator' } as const;
 
@@ -62,6 +63,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
                 region: { type: 'string', pattern: '^[a-z0-9]{2,16}$' },
               },
             },
+            response: R.organizationCreated,
           },
         },
         async (request, reply) => {
@@ -73,7 +75,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
 
       app.get<{ Querystring: { limit: number; before?: string } }>(
         '/organizations',
-        { schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+        { schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: R.organizations } },
         async (request) => {
           const { limit, before } = request.query;
           const rows = await listOrganizations(db, limit + 1, before);
@@ -81,7 +83,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         },
       );
 
-      app.get<{ Params: { id: string } }>('/organizations/:id', { schema: { params: idParams } }, async (request) => {
+      app.get<{ Params: { id: string } }>('/organizations/:id', { schema: { params: idParams, response: R.organization } }, async (request) => {
         const org = await getOrganization(db, pathId(request.params.id, 'Organization'));
         if (!org) throw notFound(`Organization ${request.params.id} not found.`);
         return { data: { ...presentOrganization(org), limits: config.plans[org.plan] } };
@@ -98,6 +100,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
               minProperties: 1,
               properties: { plan: { type: 'string', enum: PLAN_NAMES }, name: { type: 'string', minLength: 1, maxLength: 100 } },
             },
+            response: R.organizationUpdated,
           },
         },
         async (request) => {
@@ -110,7 +113,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
 
       app.get<{ Params: { id: string }; Querystring: { limit: number; before?: string } }>(
         '/organizations/:id/audit-log',
-        { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+        { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: R.audit } },
         async (request) => {
           const orgId = await existingOrganization(request.params.id);
           const { limit, before } = request.query;
@@ -127,6 +130,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
               ...memberInviteSchema,
               properties: { ...memberInviteSchema.properties, password: { type: 'string', minLength: 12, maxLength: 1024 } },
             },
+            response: R.memberCreated,
           },
         },
         async (request, reply) => {
@@ -142,7 +146,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
 
       app.get<{ Params: { id: string }; Querystring: { limit: number; before?: string } }>(
         '/organizations/:id/members',
-        { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+        { schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: R.members } },
         async (request) => {
           const orgId = await existingOrganization(request.params.id);
           const { limit, before } = request.query;
@@ -153,7 +157,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
       app.patch<{ Params: { id: string }; Body: { role?: Role; active?: boolean } }>(
         '/members/:id',
         {
-          schema: { params: idParams, body: memberPatchSchema },
+          schema: { params: idParams, body: memberPatchSchema, response: R.memberUpdated },
         },
         async (request) => {
           const id = pathId(request.params.id, 'Member');
@@ -164,7 +168,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
 
       app.post<{ Params: { id: string }; Body: KeyCreateBody }>(
         '/members/:id/api-keys',
-        { schema: { params: idParams, body: keyCreateSchema } },
+        { schema: { params: idParams, body: keyCreateSchema, response: R.keyCreated } },
         async (request, reply) => {
           const memberId = pathId(request.params.id, 'Member');
           const body = request.body;
@@ -181,14 +185,14 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
         },
       );
 
-      app.get<{ Params: { id: string } }>('/members/:id/api-keys', { schema: { params: idParams } }, async (request) => {
+      app.get<{ Params: { id: string } }>('/members/:id/api-keys', { schema: { params: idParams, response: R.keys } }, async (request) => {
         const member = await getMember(db, pathId(request.params.id, 'Member'));
         if (!member) throw notFound(`Member ${request.params.id} not found.`);
         const keys = await listApiKeys(db, { organizationId: member.organization_id, memberId: member.id });
         return { data: { data: keys.map(presentApiKey) } };
       });
 
-      app.delete<{ Params: { id: string } }>('/api-keys/:id', { schema: { params: idParams } }, async (request, reply) => {
+      app.delete<{ Params: { id: string } }>('/api-keys/:id', { schema: { params: idParams, response: R.keyRevoked } }, async (request, reply) => {
         const key = await authenticator.commitChange((tx) => revokeApiKey(tx, pathId(request.params.id, 'API key'), OPERATOR));
         if (!key) throw notFound(`API key ${request.params.id} not found.`);
         return reply.status(204).send();
@@ -207,6 +211,7 @@ export function adminRoutes(root: FastifyInstance, deps: AppDeps): void {
               required: ['name'],
               properties: { name: { type: 'string', minLength: 1, maxLength: AGENT_NAME_MAX }, environment: { type: 'string', enum: AGENT_ENVIRONMENTS } },
             },
+            response: R.agentEnrolled,
           },
         },
         async (request, reply) => {

@@ -7,6 +7,7 @@ import { idParams, pathId } from '../http/schemas.ts';
 import { AGENT_ENVIRONMENTS, AGENT_NAME_MAX, enrollAgent, getAgent, listAgents, type Agent, type AgentEnvironment } from './agents.ts';
 import { reissueAgentToken, revokeAgent, updateAgent, type ManageResult } from './manage.ts';
 import { AGENT_PATH } from './protocol.ts';
+import { agentResponses as R } from './responses.ts';
 
 /**
  * Members' view of their organization's agents. The specification's scope
@@ -64,7 +65,7 @@ export function agentRoutes(app: FastifyInstance, { db, config, urls }: AppDeps)
     '/agents',
     {
       config: { auth: READ },
-      schema: { querystring: { type: 'object', additionalProperties: false, properties: { ...pageQuerySchema, include_revoked: { type: 'boolean', default: false } } } },
+      schema: { querystring: { type: 'object', additionalProperties: false, properties: { ...pageQuerySchema, include_revoked: { type: 'boolean', default: false } } }, response: R.page },
     },
     async (request) => {
       const { limit, before, include_revoked } = request.query;
@@ -73,7 +74,7 @@ export function agentRoutes(app: FastifyInstance, { db, config, urls }: AppDeps)
     },
   );
 
-  app.get<{ Params: { id: string } }>('/agents/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/agents/:id', { config: { auth: READ }, schema: { params: idParams, response: R.one } }, async (request) => {
     const id = pathId(request.params.id, 'Agent');
     const agent = await getAgent(db, request.auth.organizationId, id);
     if (!agent) throw notFound(`Agent ${id} not found.`);
@@ -84,7 +85,7 @@ export function agentRoutes(app: FastifyInstance, { db, config, urls }: AppDeps)
     '/agents',
     {
       config: { auth: MANAGE },
-      schema: { body: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: nameSchema, environment: environmentSchema } } },
+      schema: { body: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: nameSchema, environment: environmentSchema } }, response: R.enrolled },
     },
     async (request, reply) => {
       const { name, environment = 'development' } = request.body;
@@ -106,6 +107,7 @@ export function agentRoutes(app: FastifyInstance, { db, config, urls }: AppDeps)
       schema: {
         params: idParams,
         body: { type: 'object', additionalProperties: false, minProperties: 1, properties: { name: nameSchema, environment: environmentSchema } },
+        response: R.updated,
       },
     },
     async (request) => {
@@ -116,13 +118,13 @@ export function agentRoutes(app: FastifyInstance, { db, config, urls }: AppDeps)
     },
   );
 
-  app.post<{ Params: { id: string } }>('/agents/:id/token', { config: { auth: MANAGE }, schema: { params: idParams } }, async (request) => {
+  app.post<{ Params: { id: string } }>('/agents/:id/token', { config: { auth: MANAGE }, schema: { params: idParams, response: R.reissued } }, async (request) => {
     const id = pathId(request.params.id, 'Agent');
     const { agent, token } = orFail(await reissueAgentToken(db, request.auth.organizationId, id, actorOf(request)), id);
     return { data: { ...presentAgent(agent), token: token!, command: command(token!) } };
   });
 
-  app.delete<{ Params: { id: string } }>('/agents/:id', { config: { auth: MANAGE }, schema: { params: idParams } }, async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/agents/:id', { config: { auth: MANAGE }, schema: { params: idParams, response: R.revoked } }, async (request, reply) => {
     const id = pathId(request.params.id, 'Agent');
     orFail(await revokeAgent(db, request.auth.organizationId, id, actorOf(request)), id);
     return reply.status(204).send();

@@ -5,6 +5,7 @@ import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId, uuidSchema } from '../http/schemas.ts';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKeyAccess } from './api-keys.ts';
 import { listAudit } from './audit.ts';
+import { authResponses as R } from './responses.ts';
 import { keyAccessSchema, keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from './present.ts';
 import { PERMISSIONS, roleHas, type AccessMode, type Permission } from './permissions.ts';
 
@@ -12,7 +13,7 @@ const VERSION = '0.1.0';
 
 /** GET /v1/me, GET /v1/health, key management for members (/v1/api-keys) and the audit log. */
 export function authRoutes(app: FastifyInstance, { db, config, authenticator }: AppDeps): void {
-  app.get('/me', { config: { auth: { anyKey: true } } }, async (request) => {
+  app.get('/me', { config: { auth: { anyKey: true } }, schema: { response: R.me } }, async (request) => {
     const a = request.auth;
     return {
       data: {
@@ -26,7 +27,7 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
     };
   });
 
-  app.get('/health', { config: { auth: { anyKey: true } } }, async (_request, reply) => {
+  app.get('/health', { config: { auth: { anyKey: true } }, schema: { response: R.health } }, async (_request, reply) => {
     const started = performance.now();
     const ok = await db.query('select 1').then(
       () => true,
@@ -46,7 +47,7 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
   // Key management. The specification leaves these to the dashboard; the
   // dashboard is a client of this API, so they live here. Custom-scope keys
   // cannot manage keys at all: a narrowed key must not be able to mint a wider one.
-  app.get('/api-keys', { config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } } }, async (request) => {
+  app.get('/api-keys', { config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } }, schema: { response: R.keys } }, async (request) => {
     const a = request.auth;
     const all = roleHas(a.role, 'api_keys.manage');
     const keys = await listApiKeys(db, { organizationId: a.organizationId, memberId: all ? undefined : a.memberId });
@@ -57,7 +58,7 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
     '/api-keys',
     {
       config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } },
-      schema: { body: { ...keyCreateSchema, properties: { ...keyCreateSchema.properties, member_id: uuidSchema } } },
+      schema: { body: { ...keyCreateSchema, properties: { ...keyCreateSchema.properties, member_id: uuidSchema } }, response: R.keyCreated },
     },
     async (request, reply) => {
       const a = request.auth;
@@ -89,7 +90,7 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
     '/api-keys/:id',
     {
       config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage' } },
-      schema: { params: idParams, body: { type: 'object', additionalProperties: false, required: ['access_mode'], properties: keyAccessSchema } },
+      schema: { params: idParams, body: { type: 'object', additionalProperties: false, required: ['access_mode'], properties: keyAccessSchema }, response: R.keyUpdated },
     },
     async (request) => {
       const id = pathId(request.params.id, 'API key');
@@ -107,7 +108,7 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
 
   app.delete<{ Params: { id: string } }>(
     '/api-keys/:id',
-    { config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } }, schema: { params: idParams } },
+    { config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage_own' } }, schema: { params: idParams, response: R.keyRevoked } },
     async (request, reply) => {
       const id = pathId(request.params.id, 'API key');
       const a = request.auth;
@@ -126,7 +127,7 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
     '/audit-log',
     {
       config: { auth: { fullAccessOnly: true, permission: 'audit_log.view' } },
-      schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } },
+      schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: R.audit },
     },
     async (request) => {
       const { limit, before } = request.query;

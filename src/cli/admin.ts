@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 
 /**
  * `weir admin <resource> <action> [args]`: a thin client of the operator API.
- * Prints the JSON answer; exits 1 on an error answer.
+ * Prints the JSON answer (--json is accepted and changes nothing); an error
+ * answer also gets one line on stderr, and exit code 1.
  */
 const USAGE = `usage: weir admin <command> [options]   (--server URL, --token T or WEIR_ADMIN_TOKEN)
   org create --name NAME [--plan free|starter|pro|business] [--region R]
@@ -91,6 +92,8 @@ const OPTIONS = {
   'expires-at': { type: 'string' },
   environment: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  // the answer is always printed as JSON; accepted so that every command takes --json
+  json: { type: 'boolean' },
 } as const;
 
 const parseCommandLine = (argv: string[]) => parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -130,5 +133,15 @@ export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv): Promise<
   }
   const text = await res.text();
   process.stdout.write((text || `${res.status}`) + '\n');
+  if (!res.ok) {
+    // the JSON answer stays on stdout for scripts; people get one line on stderr
+    let error: { code?: string; message?: string } | undefined;
+    try {
+      error = JSON.parse(text).error;
+    } catch {
+      // not JSON: the status alone
+    }
+    process.stderr.write(`weir admin: ${error?.message ?? `${call.method} ${call.path} answered ${res.status}`} (${error?.code ?? 'error'}, HTTP ${res.status})\n`);
+  }
   return res.ok ? 0 : 1;
 }

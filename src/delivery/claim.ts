@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { agentRetry, DEFAULT_RETRY } from './retry-policy.ts';
+import { CLAIM_SQL, type ClaimRow } from './claim-statement.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
 
 /**
@@ -18,36 +19,19 @@ export interface ClaimOptions {
   leaseMs: number;
   /** Who holds the lease, for operators reading the table. */
   node: string;
+  /**
+   * What the caller's last claim returned as `pacedBatches` (a hint: false
+   * or absent tries the cheaper statement first, which claims nothing
+   * while a replay batch is paced).
+   */
+  pacedBatches?: boolean;
 }
 
-interface ClaimRow {
-  id: string;
-  lease_id: string | null;
-  status: string;
-  organization_id: string;
-  request_id: string;
-  endpoint_id: string;
-  forward_destination_id: string | null;
-  destination_type: DestinationType;
-  url: string | null;
-  agent_id: string | null;
-  attempt_count: number;
-  paced_slot: Date | null;
-  capture_id: string | null;
-  method: string | null;
-  path: string | null;
-  query: string | null;
-  headers: Array<[string, string]> | null;
-  body_hex: string | null;
-  enabled: boolean | null;
-  method_override: string | null;
-  retry_enabled: boolean | null;
-  retry_schedule: number[] | null;
-  intelligent_retry: boolean | null;
-  target_port: number | null;
-  target_path: string | null;
-  agent_environment: 'production' | 'development' | null;
-  db_now: Date;
+export interface ClaimResult {
+  claimed: ClaimedDelivery[];
+  rescheduled: number;
+  /** Whether a replay batch was paced when this claim ran: pass it back as ClaimOptions.pacedBatches. */
+  pacedBatches: boolean;
 }
 
 /**
@@ -59,14 +43,19 @@ interface ClaimRow {
  *   the next dispatch slots of that destination, advancing its
  *   destination_pacing row (the upsert's row lock serialises nodes, so slots
  *   are globally unique and evenly spaced);
+ * - `bneed`/`btaken`/`bslots` do the same for paced replay batches, from
+ *   their replay_batch_pacing rows (only in the variant run while a batch
+ *   is paced, see claimSql in claim-statement.ts);
  * - `claimed` leases what can go now (unpaced, or a slot within the
  *   horizon) and writes the rest back as pending until their slot, which
  *   also moves them out of the way of other destinations' deliveries;
  * - the final select joins the capture (exact bytes) and the destination's
  *   current settings for the leased rows.
- * Returns the leased deliveries; rescheduled ones are only counted.
+ * Returns the leased deliveries (rescheduled ones are only counted) and
+ * whether paced replay batches exist, which the caller passes back as
+ * `pacedBatches` on its next claim.
  */
-export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
+export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimResult> {
   return db.transaction(async (tx) => {
     // A queue table misleads the planner: statistics (PostgreSQL's taken
     // while the queue was empty, PGlite's none at all) say almost nothing is
@@ -74,101 +63,32 @@ export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<{ claime
     // the backlog exactly when a backlog builds. Only the ordered scan of
     // deliveries_due is allowed here; it stops after `limit` rows.
     await tx.exec('set local enable_seqscan = off; set local enable_bitmapscan = off');
-    return claimIn(tx, o);
+    if (!o.pacedBatches) {
+      const fast = await claimIn(tx, o, false);
+      // claimed nothing: either nothing was due, or the statement's guard saw a paced batch
+      if (fast.claimed.length + fast.rescheduled > 0 || !(await pacedBatchesExist(tx))) return fast;
+    }
+    return claimIn(tx, o, true);
   });
 }
 
-async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; rescheduled: number }> {
+/** Whether any replay batch has a pacing row, that is, may still have deliveries to pace (see endIdleBatchPacing). */
+async function pacedBatchesExist(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ paced: boolean }>('select exists (select 1 from replay_batch_pacing) as paced');
+  return rows[0].paced;
+}
+
+async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promise<ClaimResult> {
   const sentAt = Date.now();
-  const { rows } = await db.query<ClaimRow>(
-    `with next as materialized (
-       -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
-       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at, d.replay_batch_id
-         from deliveries d
-        where d.status = 'pending' and d.next_attempt_at <= now()
-          and d.destination_type = $1 and ($2::uuid[] is null or d.agent_id = any($2::uuid[]))
-        order by d.next_attempt_at
-        limit $3
-          for update skip locked
-     ),
-     need as (
-       select next.id, next.forward_destination_id as dest, fd.rate_limit_per_minute as rate,
-              row_number() over (partition by next.forward_destination_id order by next.next_attempt_at, next.id) as k,
-              count(*) over (partition by next.forward_destination_id) as n
-         from next
-         join forward_destinations fd on fd.id = next.forward_destination_id
-        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
-          -- a paced replay batch's own rate applies instead (bneed)
-          and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)
-     ),
-     taken as (
-       insert into destination_pacing as p (destination_id, next_slot_at)
-       select dest, now() + max(n) * (interval '60 seconds' / max(rate)) from need group by dest
-       on conflict (destination_id) do update
-         set next_slot_at = greatest(p.next_slot_at, now()) + (excluded.next_slot_at - now())
-       returning destination_id, next_slot_at
-     ),
-     slots as (
-       select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
-         from need join taken on taken.destination_id = need.dest
-     ),
-     -- the same for incident replay batches, paced at their requests_per_minute (src/incidents/replay.ts)
-     bneed as (
-       select next.id, next.replay_batch_id as batch, rp.requests_per_minute as rate,
-              row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
-              count(*) over (partition by next.replay_batch_id) as n
-         from next join replay_batch_pacing rp on rp.replay_batch_id = next.replay_batch_id
-        where next.paced_slot is null
-     ),
-     btaken as (
-       update replay_batch_pacing rp
-          set next_slot_at = greatest(rp.next_slot_at, now()) + b.n * (interval '60 seconds' / rp.requests_per_minute)
-         from (select batch, max(n) as n from bneed group by batch) b
-        where rp.replay_batch_id = b.batch
-       returning rp.replay_batch_id, rp.next_slot_at
-     ),
-     bslots as (
-       select bneed.id, btaken.next_slot_at - (bneed.n - bneed.k + 1) * (interval '60 seconds' / bneed.rate) as slot
-         from bneed join btaken on btaken.replay_batch_id = bneed.batch
-     ),
-     plan as (
-       select next.id, coalesce(s.slot, bs.slot, next.paced_slot) as slot,
-              coalesce(s.slot, bs.slot, next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
-         from next left join slots s on s.id = next.id left join bslots bs on bs.id = next.id
-     ),
-     claimed as (
-       update deliveries d
-          set status = case when plan.go then 'in_flight' else 'pending' end,
-              paced_slot = plan.slot,
-              next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
-              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $5 * interval '1 millisecond' end,
-              leased_by = case when plan.go then $6 end,
-              lease_id = case when plan.go then gen_random_uuid() end,
-              updated_at = now()
-         from plan
-        where d.id = plan.id
-        returning d.*
-     )
-     select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
-            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot,
-            -- hex text, decoded natively below: PGlite's bytea parser works byte by byte in JavaScript
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex,
-            fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
-            -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
-            fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
-            statement_timestamp() as db_now
-       from claimed c
-       -- a range, not equality: received_at may carry microseconds the
-       -- millisecond copy in the delivery row lost; the id pins the row
-       left join captured_requests cr
-              on c.status = 'in_flight' and cr.id = c.request_id
-             and cr.received_at between c.request_received_at - interval '1 millisecond'
-                                    and c.request_received_at + interval '1 millisecond'
-       left join forward_destinations fd on fd.id = c.forward_destination_id
-       left join agents a on a.id = c.agent_id`,
-    [o.destinationType, o.agentIds ?? null, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node],
-  );
-  if (rows.length === 0) return { claimed: [], rescheduled: 0 };
+  const { rows } = await db.query<ClaimRow>(batches ? CLAIM_SQL.batches : CLAIM_SQL.plain, [
+    o.destinationType,
+    o.agentIds ?? null,
+    o.limit,
+    PACING_HORIZON_MS,
+    o.leaseMs,
+    o.node,
+  ]);
+  if (rows.length === 0) return { claimed: [], rescheduled: 0, pacedBatches: batches && (await pacedBatchesExist(db)) };
   // The database's clock hands out slots; convert them to this process's
   // clock, pairing the statement's start there with when it was sent here.
   const skew = new Date(rows[0].db_now).getTime() - sentAt;
@@ -185,6 +105,7 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
       destinationType: r.destination_type,
       url: r.url,
       agentId: r.agent_id,
+      replayBatchId: r.replay_batch_id,
       attemptNumber: r.attempt_count + 1,
       sendAt: r.paced_slot ? new Date(r.paced_slot).getTime() - skew : 0,
       capture: r.capture_id
@@ -208,7 +129,7 @@ async function claimIn(db: Queryable, o: ClaimOptions): Promise<{ claimed: Claim
   // with its capture's id, so this launches a batch in capture order (an
   // agent forwards each destination's deliveries in the order it gets them).
   claimed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { claimed, rescheduled: rows.length - claimed.length };
+  return { claimed, rescheduled: rows.length - claimed.length, pacedBatches: rows[0].paced_batches === true };
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
-import { RECORD_OUTCOMES_FOR_INCIDENTS } from '../incidents/record.ts';
+import { outcomeConcernsIncidents, RECORD_OUTCOMES_FOR_INCIDENTS } from '../incidents/record.ts';
 import type { Decision } from './retry-policy.ts';
 import type { AttemptResult, ClaimedDelivery } from './transport.ts';
 
@@ -19,19 +19,7 @@ function lastErrorOf({ result, decision }: Outcome): string | null {
   return parts.length > 0 ? parts.join('; ') : null;
 }
 
-/**
- * Records attempts and moves their deliveries on, for any number of
- * outcomes, in ONE statement (one implicit transaction, one commit): each
- * attempt row is always written, because the attempt happened; its
- * delivery changes only while the lease it was claimed with still holds.
- * Returns the ids of the deliveries updated (a missing id: the lease
- * expired and another worker owns that delivery now).
- */
-export async function completeAttempts(db: Queryable, outcomes: readonly Outcome[], node: string): Promise<Set<string>> {
-  if (outcomes.length === 0) return new Set();
-  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
-  const { rows } = await db.query<{ id: string }>(
-    `with input as (
+const INPUT_AND_ATTEMPT = `with input as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[], $8::int[],
                             $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[])
          as i(attempt_id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code,
@@ -45,21 +33,52 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
          from input
         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
         where exists (select 1 from deliveries d where d.id = input.delivery_id)
-     ),
-     moved as (
-     update deliveries d
+     )`;
+
+const MOVE = `update deliveries d
         set status = i.status,
             attempt_count = d.attempt_count + 1,
             next_attempt_at = case when i.status = 'pending' then now() + i.delay_s * interval '1 second' else d.next_attempt_at end,
             paced_slot = null, lease_until = null, leased_by = null, lease_id = null,
             last_status_code = i.status_code, last_error = i.last_error, last_attempt_at = i.started_at, updated_at = now()
        from input i
-      where d.id = i.delivery_id and d.lease_id = i.lease_id and d.status = 'in_flight'
+      where d.id = i.delivery_id and d.lease_id = i.lease_id and d.status = 'in_flight'`;
+
+/**
+ * The completion statement, with and without recording outcomes for
+ * incidents. Recording costs every outcome (the whole moved row, a lookup
+ * of its failure) although it concerns few, so a group of outcomes none of
+ * which concerns incidents (outcomeConcernsIncidents: no final failure, no
+ * replay) runs without it.
+ */
+const COMPLETE_SQL = {
+  plain: `${INPUT_AND_ATTEMPT}
+     ${MOVE}
+      returning d.id`,
+  incidents: `${INPUT_AND_ATTEMPT},
+     moved as (
+     ${MOVE}
       returning d.*
      ),
      -- incidents see each outcome in this same statement (crash-safe, counted once)
      ${RECORD_OUTCOMES_FOR_INCIDENTS}
      select id from moved`,
+};
+
+/**
+ * Records attempts and moves their deliveries on, for any number of
+ * outcomes, in ONE statement (one implicit transaction, one commit): each
+ * attempt row is always written, because the attempt happened; its
+ * delivery changes only while the lease it was claimed with still holds.
+ * Returns the ids of the deliveries updated (a missing id: the lease
+ * expired and another worker owns that delivery now).
+ */
+export async function completeAttempts(db: Queryable, outcomes: readonly Outcome[], node: string): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set();
+  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  const incidents = outcomes.some((o) => outcomeConcernsIncidents(o.decision.status, o.delivery.replayBatchId));
+  const { rows } = await db.query<{ id: string }>(
+    incidents ? COMPLETE_SQL.incidents : COMPLETE_SQL.plain,
     [
       col((o) => newId(o.result.startedAt.getTime())),
       col((o) => o.delivery.id),

@@ -21,6 +21,24 @@ export async function queuePacedBatch(tx: Queryable, batchId: string, requestsPe
 }
 
 /**
+ * Deletes the pacing rows of batches with nothing left to pace: no
+ * delivery of theirs pending (held ones included) or in flight (a retry
+ * of which would be paced). Nothing makes such a batch's deliveries wait
+ * again, so the row is never needed again; and while no pacing row
+ * exists, claims leave batch pacing out of their statement (claim.ts).
+ * A batch's row and deliveries are inserted in one transaction, so a new
+ * batch is never seen with a row and nothing waiting. Safe on every node at once.
+ */
+export async function endIdleBatchPacing(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from replay_batch_pacing rp
+      where not exists (select 1 from deliveries d
+                         where d.replay_batch_id = rp.replay_batch_id and d.status in ('pending', 'in_flight'))`,
+  );
+  return rowCount;
+}
+
+/**
  * When a held delivery is due: never in practice. A date rather than
  * 'infinity', which drivers do not all turn into a Date, and which the
  * worker's wake-up timer (min(next_attempt_at)) must be able to read.

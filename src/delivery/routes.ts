@@ -5,6 +5,7 @@ import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId, uuidSchema } from '../http/schemas.ts';
 import { listForwards } from './forwards.ts';
 import { replayRequest } from './replay.ts';
+import { deliveryResponses as R } from './responses.ts';
 
 const replayBody = {
   type: 'object',
@@ -19,7 +20,7 @@ export function deliveryRoutes(app: FastifyInstance, { db }: AppDeps): void {
     {
       config: { auth: { scopes: ['requests:replay'], permission: 'requests.replay' } },
       // the body is optional: no body (or {}) replays to every enabled destination
-      schema: { params: idParams, body: { anyOf: [{ type: 'null' }, replayBody] } },
+      schema: { params: idParams, body: { anyOf: [{ type: 'null' }, replayBody] }, response: R.replayed },
       preValidation: async (request) => {
         if (request.body === undefined) request.body = null as never;
       },
@@ -61,7 +62,7 @@ export function deliveryRoutes(app: FastifyInstance, { db }: AppDeps): void {
     '/requests/:id/forwards',
     {
       config: { auth: { scopes: ['requests:read'], permission: 'requests.view' } },
-      schema: { params: idParams, querystring: { type: 'object', properties: pageQuerySchema } },
+      schema: { params: idParams, querystring: { type: 'object', properties: pageQuerySchema }, response: R.forwards },
     },
     async (request) => {
       const requestId = pathId(request.params.id, 'Request');

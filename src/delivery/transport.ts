@@ -16,6 +16,8 @@ export interface ClaimedDelivery {
   destinationType: DestinationType;
   url: string | null;
   agentId: string | null;
+  /** Set when a replay queued it (one id per replay call); null for a capture's own delivery. */
+  replayBatchId: string | null;
   /** 1 for the first try. */
   attemptNumber: number;
   /** Local epoch ms before which a paced delivery must not be sent (its slot); 0 when unpaced. */

@@ -45,6 +45,8 @@ export interface WorkerOptions {
 export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort: AbortController; done: Promise<void> }> {
   /** The last claim left due work behind for want of free slots. */
   private backlog = false;
+  /** The last claim saw a paced replay batch (a hint for the next claim, see claimDeliveries). */
+  private pacedBatches = false;
 
   private readonly completions: CompletionBatcher;
   /** Free slots that make a claim worthwhile while a backlog waits. */
@@ -77,13 +79,15 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     // With due work left behind, claim only once a batch's worth of
     // slots is free: one claim per batch, not one per finished forward.
     else if (want >= (this.backlog ? this.refill : 1)) {
-      const { claimed, rescheduled } = await claimDeliveries(this.o.db, {
+      const { claimed, rescheduled, pacedBatches } = await claimDeliveries(this.o.db, {
         destinationType: this.o.transport.destinationType,
         agentIds,
         limit: want,
         leaseMs: this.o.leaseMs,
         node: this.o.node,
+        pacedBatches: this.pacedBatches,
       });
+      this.pacedBatches = pacedBatches;
       for (const d of claimed) this.launch(d);
       // a full batch means more may be due right now
       this.backlog = claimed.length + rescheduled >= want;

@@ -17,7 +17,7 @@ import {
   type SavedPatch,
   type Viewer,
 } from './saved-destinations.ts';
-import { attachBodySchema, createBodySchema, endpointDestinationParams, forwardPatchSchema, savedPatchSchema } from './schemas.ts';
+import { attachBodySchema, createBodySchema, destinationResponses as R, endpointDestinationParams, forwardPatchSchema, savedPatchSchema } from './schemas.ts';
 
 const READ = { scopes: ['destinations:read'], permission: 'destinations.view' } as const;
 const WRITE = { scopes: ['destinations:write'], permission: 'endpoints.edit' } as const;
@@ -63,7 +63,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
     '/destinations',
     {
       config: { auth: WRITE },
-      schema: { body: createBodySchema },
+      schema: { body: createBodySchema, response: R.created },
       // The route declares what both flows need; the agent flow's extra
       // permission is checked here, before the body's details are judged,
       // so a viewer learns "forbidden" rather than which field was wrong.
@@ -83,7 +83,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
 
   app.get<{ Querystring: { limit: number; before?: string } }>(
     '/destinations',
-    { config: { auth: READ }, schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } },
+    { config: { auth: READ }, schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: R.page } },
     async (request) => {
       const { limit, before } = request.query;
       const rows = await listSavedDestinations(db, request.auth.organizationId, viewerOf(request), { limit: limit + 1, before });
@@ -91,7 +91,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
     },
   );
 
-  app.get<{ Params: { id: string } }>('/destinations/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/destinations/:id', { config: { auth: READ }, schema: { params: idParams, response: R.one } }, async (request) => {
     const id = pathId(request.params.id, 'Destination');
     const saved = await getSavedDestination(db, request.auth.organizationId, viewerOf(request), id);
     if (!saved) throw notFound(`Destination ${id} not found.`);
@@ -100,7 +100,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
 
   app.patch<{ Params: { id: string }; Body: SavedPatch }>(
     '/destinations/:id',
-    { config: { auth: WRITE }, schema: { params: idParams, body: savedPatchSchema } },
+    { config: { auth: WRITE }, schema: { params: idParams, body: savedPatchSchema, response: R.updated } },
     async (request) => {
       const id = pathId(request.params.id, 'Destination');
       const orgId = request.auth.organizationId;
@@ -110,13 +110,13 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
     },
   );
 
-  app.delete<{ Params: { id: string } }>('/destinations/:id', { config: { auth: WRITE }, schema: { params: idParams } }, async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/destinations/:id', { config: { auth: WRITE }, schema: { params: idParams, response: R.deleted } }, async (request, reply) => {
     const id = pathId(request.params.id, 'Destination');
     if (!(await deleteSavedDestination(db, request.auth.organizationId, viewerOf(request), id))) throw notFound(`Destination ${id} not found.`);
     return reply.status(204).send();
   });
 
-  app.get<{ Params: { id: string } }>('/endpoints/:id/destinations', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/endpoints/:id/destinations', { config: { auth: READ }, schema: { params: idParams, response: R.forwards } }, async (request) => {
     const endpointId = pathId(request.params.id, 'Endpoint');
     const rows = await listForwardDestinations(db, request.auth.organizationId, endpointId);
     if (!rows) throw notFound(`Endpoint ${endpointId} not found.`);
@@ -125,7 +125,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
 
   app.post<{ Params: { id: string }; Body: AttachSavedInput }>(
     '/endpoints/:id/destinations',
-    { config: { auth: WRITE }, schema: { params: idParams, body: attachBodySchema } },
+    { config: { auth: WRITE }, schema: { params: idParams, body: attachBodySchema, response: R.attached } },
     async (request, reply) => {
       const endpointId = pathId(request.params.id, 'Endpoint');
       const result = await attachSavedDestination(db, context(request), endpointId, request.body);
@@ -136,7 +136,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
 
   app.patch<{ Params: { id: string; destination_id: string }; Body: ForwardPatch }>(
     '/endpoints/:id/destinations/:destination_id',
-    { config: { auth: WRITE }, schema: { params: endpointDestinationParams, body: forwardPatchSchema } },
+    { config: { auth: WRITE }, schema: { params: endpointDestinationParams, body: forwardPatchSchema, response: R.forwardUpdated } },
     async (request) => {
       const endpointId = pathId(request.params.id, 'Endpoint');
       const id = pathId(request.params.destination_id, 'Forward destination');
@@ -153,7 +153,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
 
   app.delete<{ Params: { id: string; destination_id: string } }>(
     '/endpoints/:id/destinations/:destination_id',
-    { config: { auth: WRITE }, schema: { params: endpointDestinationParams } },
+    { config: { auth: WRITE }, schema: { params: endpointDestinationParams, response: R.forwardDeleted } },
     async (request, reply) => {
       const endpointId = pathId(request.params.id, 'Endpoint');
       const id = pathId(request.params.destination_id, 'Forward destination');

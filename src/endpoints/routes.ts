@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../http/app.ts';
 import { badRequest, notFound, planLimit } from '../http/errors.ts';
 import { idParams, pathId } from '../http/schemas.ts';
+import { endpointResponses as R } from './responses.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, updateEndpoint, type Endpoint } from './endpoints.ts';
 
 // Types only: lengths, the https:// rule and NUL characters are the domain's
@@ -52,14 +53,14 @@ export function presentEndpoint(e: Endpoint, ingestUrl: string) {
 export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDeps): void {
   const present = (e: Endpoint) => presentEndpoint(e, urls.ingestUrl);
 
-  app.get('/endpoints', { config: { auth: { scopes: ['endpoints:read'] } } }, async (request) => {
+  app.get('/endpoints', { config: { auth: { scopes: ['endpoints:read'] } }, schema: { response: R.list } }, async (request) => {
     const endpoints = await listEndpoints(db, request.auth.organizationId);
     return { data: endpoints.map(present) };
   });
 
   app.post<{ Body: EndpointBody & { name: string } }>(
     '/endpoints',
-    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.create' } }, schema: { body: createBody } },
+    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.create' } }, schema: { body: createBody, response: R.created } },
     async (request, reply) => {
       const { name, description, forward_url } = request.body;
       const a = request.auth;
@@ -75,7 +76,7 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
 
   app.get<{ Params: { id: string } }>(
     '/endpoints/:id',
-    { config: { auth: { scopes: ['endpoints:read'], permission: 'endpoints.view' } }, schema: { params: idParams } },
+    { config: { auth: { scopes: ['endpoints:read'], permission: 'endpoints.view' } }, schema: { params: idParams, response: R.one } },
     async (request) => {
       const id = pathId(request.params.id, 'Endpoint');
       const endpoint = await getEndpoint(db, request.auth.organizationId, id);
@@ -86,7 +87,7 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
 
   app.patch<{ Params: { id: string }; Body: EndpointBody }>(
     '/endpoints/:id',
-    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.edit' } }, schema: { params: idParams, body: patchBody } },
+    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.edit' } }, schema: { params: idParams, body: patchBody, response: R.updated } },
     async (request) => {
       const id = pathId(request.params.id, 'Endpoint');
       const { name, description, forward_url, paused } = request.body ?? {};
@@ -102,7 +103,7 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
 
   app.delete<{ Params: { id: string } }>(
     '/endpoints/:id',
-    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.delete' } }, schema: { params: idParams } },
+    { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.delete' } }, schema: { params: idParams, response: R.deleted } },
     async (request, reply) => {
       const id = pathId(request.params.id, 'Endpoint');
       const result = await deleteEndpoint(db, request.auth.organizationId, id, request.auth.memberId);

@@ -9,6 +9,7 @@ import type { Db } from '../db/db.ts';
 import type { WeirMetrics } from '../metrics/metrics.ts';
 import { ApiError, errorBody, serviceUnavailable, type ErrorBody } from './errors.ts';
 import { openApiRoutes, registerOpenApi } from './openapi.ts';
+import { WeirLogController } from './request-logging.ts';
 import { installRouteAuth } from './route-auth.ts';
 import { describeValidationError, validatorCompiler } from './validation.ts';
 
@@ -96,6 +97,7 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: answerClientError,
+    logController: new WeirLogController(),
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
   });
   app.setValidatorCompiler(validatorCompiler);

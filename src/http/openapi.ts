@@ -19,12 +19,16 @@ export const errorEnvelopeSchema = {
   example: { error: { code: 'not_found', message: 'Endpoint 0193a8c2-0000-7000-8000-000000000000 not found.' } },
 } as const;
 
+/** The error answers every route can give; a route declares any other (409, 429) in its own response schema (src/http/responses.ts). */
 const ERRORS = {
   400: 'Bad input: a malformed body, parameter or query (`bad_request`, `missing_field`).',
   401: 'No valid credential (`unauthorized`).',
   403: 'The key lacks a scope or its role a permission (`forbidden`), or the plan forbids it (`plan_limit`).',
   404: "Not found, or another organization's (`not_found`).",
+  500: 'Something unexpected failed on the server (`internal_error`); the message quotes the request id to report.',
+  503: 'The node is shutting down: retry on another (`service_unavailable`).',
 } as const;
+const BODY_TOO_LARGE = 'The JSON body is larger than 1 MiB (`payload_too_large`).';
 
 function describeAuth(auth: RouteAuth | undefined): string {
   if (!auth) return '';
@@ -61,6 +65,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       const auth = (route.config as { auth?: RouteAuth } | undefined)?.auth;
       const responses: Record<string, unknown> = { ...((schema?.response as object) ?? {}) };
       for (const [status, description] of Object.entries(ERRORS)) responses[status] ??= { description, ...errorEnvelopeSchema };
+      if ((schema as { body?: unknown } | undefined)?.body) responses[413] ??= { description: BODY_TOO_LARGE, ...errorEnvelopeSchema };
       return {
         url,
         schema: {

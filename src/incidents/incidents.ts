@@ -70,7 +70,7 @@ export function presentFailure(f: FailureRow) {
 export async function getIncidentDetail(db: Queryable, organizationId: string, id: string) {
   const incident = await findIncident(db, organizationId, id);
   if (!incident) return undefined;
-  const [failures, updates, unreplayed] = await Promise.all([
+  const [failures, updates, unreplayed, batch] = await Promise.all([
     db.query<FailureRow>(
       `select id, organization_id, request_id, endpoint_id, forward_destination_id, destination_url, status_code, error_class, error,
               failed_at, recovered_at, replayed_at, replay_status_code
@@ -85,11 +85,14 @@ export async function getIncidentDetail(db: Queryable, organizationId: string, i
       `select count(*)::int as n from incident_failures where incident_id = $1::uuid and replay_delivery_id is null and recovered_at is null`,
       [incident.id],
     ),
+    db.query<{ id: string }>(`select id from replay_batches where incident_id = $1::uuid order by id desc limit 1`, [incident.id]),
   ]);
   return {
     ...presentIncident(incident),
     // what POST .../replay would queue at most (the dashboard's duration estimate)
     unreplayed_count: unreplayed.rows[0].n,
+    // the newest replay batch (GET /v1/replay-batches/:id), so its progress can be followed after a reload
+    latest_replay_batch_id: batch.rows[0]?.id ?? null,
     failures: failures.rows.map(presentFailure),
     updates: updates.rows.map((u) => ({ id: u.id, body: u.body, is_system: u.is_system, author_id: u.author_id, created_at: iso(u.created_at) })),
   };

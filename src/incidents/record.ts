@@ -16,6 +16,9 @@
  *   destination), if any, as recovered, so no incident replay sends it again;
  * - a delivery queued by an incident replay records its attempt on the
  *   failure it replays (replayed_at, replay_status_code).
+ * Nothing else concerns incidents (outcomeConcernsIncidents), so the
+ * statement leaves out, and the completion statement runs without these
+ * CTEs, a group of retries and successes of capture deliveries: most outcomes.
  */
 export const RECORD_OUTCOMES_FOR_INCIDENTS = `
      incident_outcome as (
@@ -26,6 +29,8 @@ export const RECORD_OUTCOMES_FOR_INCIDENTS = `
               i.attempt_id, i.started_at, i.status_code, i.error_class, i.last_error,
               (select h->>1 from jsonb_array_elements(i.response_headers::jsonb) h where lower(h->>0) = 'retry-after' limit 1) as retry_after
          from moved m join input i on i.delivery_id = m.id
+        -- outcomeConcernsIncidents, on the row as written
+        where m.status in ('failed', 'dead') or m.replay_batch_id is not null
      ),
      incident_failure as (
        insert into incident_failures (id, organization_id, delivery_id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type,
@@ -47,3 +52,16 @@ export const RECORD_OUTCOMES_FOR_INCIDENTS = `
           and (o.status = 'succeeded' or f.replay_delivery_id = o.delivery_id)
      )`;
 
+
+/**
+ * Whether an outcome needs RECORD_OUTCOMES_FOR_INCIDENTS: a final failure
+ * (`failed`, `dead`) is recorded, and only a replay's delivery can recover
+ * a recorded failure or be the replay of one. A capture's own delivery
+ * that succeeds or will be retried cannot: a failure is recorded once per
+ * (request, destination) when that delivery ends, after which only a
+ * replay sends the request there again (capture deliveries are created
+ * with their capture, one per destination, and never leave failed/dead).
+ */
+export function outcomeConcernsIncidents(status: string, replayBatchId: string | null): boolean {
+  return status === 'failed' || status === 'dead' || replayBatchId !== null;
+}

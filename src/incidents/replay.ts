@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { forwardTargets, type ForwardTarget, type NewDelivery } from '../delivery/enqueue.ts';
-import { batchCounts, cancelBatch, holdBatch, lastAttemptsAllFailed, queuePacedBatch, releaseBatch } from '../delivery/replay-batch.ts';
+import { batchCounts, cancelBatch, endIdleBatchPacing, holdBatch, lastAttemptsAllFailed, queuePacedBatch, releaseBatch } from '../delivery/replay-batch.ts';
 import { endpointNames } from '../destinations/endpoint-ref.ts';
 import { addUpdate, findIncident } from './store.ts';
 import { emitEvent } from '../subscriptions/emit.ts';
@@ -189,6 +189,24 @@ export async function cancelReplayBatch(db: Db, organizationId: string, id: stri
   });
 }
 
+/**
+ * Pauses a running batch on a member's request, as the automatic pause does:
+ * its waiting deliveries are held (slots given back); what is in flight
+ * finishes. Resume runs it again at its rate.
+ */
+export async function pauseReplayBatch(db: Db, organizationId: string, id: string, memberId: string): Promise<BatchChange> {
+  return db.transaction(async (tx) => {
+    const b = await findBatch(tx, organizationId, id, true);
+    if (!b) return { ok: false, reason: 'not_found' } as const;
+    if (b.status !== 'running') return { ok: false, reason: 'wrong_state', status: b.status } as const;
+    const reason = `paused by member ${memberId}`;
+    await tx.query(`update replay_batches set status = 'paused', paused_reason = $2, updated_at = now() where id = $1::uuid`, [b.id, reason]);
+    const n = await holdBatch(tx, b.id);
+    await addUpdate(tx, { organizationId, incidentId: b.incident_id, body: `Replay batch ${b.id} paused by member ${memberId}: ${n} request${n === 1 ? '' : 's'} held.` });
+    return { ok: true } as const;
+  });
+}
+
 /** Resumes a paused batch at its rate, from now on. */
 export async function resumeReplayBatch(db: Db, organizationId: string, id: string, memberId: string): Promise<BatchChange> {
   return db.transaction(async (tx) => {
@@ -206,12 +224,19 @@ export async function resumeReplayBatch(db: Db, organizationId: string, id: stri
  * Watches running batches: one with nothing left waiting is finished (with
  * its counts in a system update); one whose last PAUSE_AFTER_FAILURES
  * attempts all failed is paused. Safe on every node at once: each change
- * is conditional on the batch still running.
+ * is conditional on the batch still running. Then the pacing rows of
+ * batches with nothing left waiting (finished, cancelled) are dropped, so
+ * claims go back to their cheaper statement.
  */
 export async function superviseReplayBatches(db: Db): Promise<{ finished: string[]; paused: string[] }> {
-  const { rows } = await db.query<BatchRow>(`select ${BATCH_COLUMNS} from replay_batches where status = 'running'`);
   const out = { finished: [] as string[], paused: [] as string[] };
-  if (rows.length === 0) return out;
+  const { rows } = await db.query<BatchRow>(`select ${BATCH_COLUMNS} from replay_batches where status = 'running'`);
+  if (rows.length > 0) await superviseRunning(db, rows, out);
+  await endIdleBatchPacing(db);
+  return out;
+}
+
+async function superviseRunning(db: Db, rows: BatchRow[], out: { finished: string[]; paused: string[] }): Promise<void> {
   const counts = await batchCounts(db, rows.map((r) => r.id));
   for (const b of rows) {
     const c = counts.get(b.id)!;
@@ -229,7 +254,6 @@ export async function superviseReplayBatches(db: Db): Promise<{ finished: string
       if (paused) out.paused.push(b.id);
     }
   }
-  return out;
 }
 
 /** Moves a running batch to `status` and writes the system update, only if it was still running. */

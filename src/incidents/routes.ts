@@ -5,9 +5,21 @@ import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { addNote, getIncidentDetail, LIST_FILTERS, listIncidents, NOTE_MAX, type ListFilter } from './incidents.ts';
 import { setIncidentStatus } from './lifecycle.ts';
-import { cancelReplayBatch, formatDuration, getReplayBatch, MAX_BATCH_MINUTES, MAX_RATE, MIN_RATE, queueIncidentReplay, resumeReplayBatch, type BatchChange } from './replay.ts';
+import {
+  cancelReplayBatch,
+  formatDuration,
+  getReplayBatch,
+  MAX_BATCH_MINUTES,
+  MAX_RATE,
+  MIN_RATE,
+  pauseReplayBatch,
+  queueIncidentReplay,
+  resumeReplayBatch,
+  type BatchChange,
+} from './replay.ts';
 import { INCIDENT_STATUSES, presentIncident, type IncidentStatus } from './store.ts';
 import { EXAMPLE_INCIDENT, sampleEnvelope } from '../subscriptions/samples.ts';
+import { incidentResponses as R } from './responses.ts';
 
 const READ = { scopes: ['incidents:read'], permission: 'incidents.view' } as const;
 // The specification: PATCH and replay need incidents:write and a creator role of super_admin, admin or developer.
@@ -51,7 +63,7 @@ function batchRefusal(r: Exclude<BatchChange, { ok: true }>, id: string): Error 
 export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): void {
   app.get<{ Querystring: { status: ListFilter; limit: number; before?: string } }>(
     '/incidents',
-    { config: { auth: READ }, schema: { querystring: listQuery } },
+    { config: { auth: READ }, schema: { querystring: listQuery, response: R.page } },
     async (request) => {
       const { status, limit, before } = request.query;
       const rows = await listIncidents(db, request.auth.organizationId, { status, limit, before: before?.toLowerCase() });
@@ -62,17 +74,17 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
   // For REST-hook integrations (docs/subscriptions.md): what incident.opened
   // delivers, with the newest incident or a documented example, and the
   // newest incidents of any status, the list a Zapier trigger polls.
-  app.get('/incidents/sample', { config: { auth: READ } }, async (request) => {
+  app.get('/incidents/sample', { config: { auth: READ }, schema: { response: R.sample } }, async (request) => {
     const [latest] = await listIncidents(db, request.auth.organizationId, { status: 'all', limit: 1 });
     return { data: sampleEnvelope('incident.opened', { object: latest ? presentIncident(latest) : EXAMPLE_INCIDENT }, latest !== undefined) };
   });
 
-  app.get<{ Querystring: { limit: number } }>('/incidents/recent', { config: { auth: READ }, schema: { querystring: recentQuery } }, async (request) => {
+  app.get<{ Querystring: { limit: number } }>('/incidents/recent', { config: { auth: READ }, schema: { querystring: recentQuery, response: R.recent } }, async (request) => {
     const rows = await listIncidents(db, request.auth.organizationId, { status: 'all', limit: request.query.limit });
     return { data: rows.slice(0, request.query.limit).map(presentIncident) };
   });
 
-  app.get<{ Params: { id: string } }>('/incidents/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/incidents/:id', { config: { auth: READ }, schema: { params: idParams, response: R.detail } }, async (request) => {
     const id = pathId(request.params.id, 'Incident');
     const incident = await getIncidentDetail(db, request.auth.organizationId, id);
     if (!incident) throw notFound(`Incident ${id} not found.`);
@@ -81,7 +93,7 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
 
   app.patch<{ Params: { id: string }; Body: { status: IncidentStatus } }>(
     '/incidents/:id',
-    { config: { auth: UPDATE }, schema: { params: idParams, body: patchBody } },
+    { config: { auth: UPDATE }, schema: { params: idParams, body: patchBody, response: R.updated } },
     async (request) => {
       const id = pathId(request.params.id, 'Incident');
       const r = await setIncidentStatus(db, request.auth.organizationId, id, request.body.status, request.auth.memberId);
@@ -92,7 +104,7 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
 
   app.post<{ Params: { id: string }; Body: { body: string } }>(
     '/incidents/:id/updates',
-    { config: { auth: UPDATE }, schema: { params: idParams, body: noteBody } },
+    { config: { auth: UPDATE }, schema: { params: idParams, body: noteBody, response: R.noted } },
     async (request, reply) => {
       const id = pathId(request.params.id, 'Incident');
       const update = await addNote(db, request.auth.organizationId, id, request.body.body, request.auth.memberId);
@@ -103,7 +115,7 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
 
   app.post<{ Params: { id: string }; Body: { requests_per_minute: number } }>(
     '/incidents/:id/replay',
-    { config: { auth: REPLAY }, schema: { params: idParams, body: replayBody } },
+    { config: { auth: REPLAY }, schema: { params: idParams, body: replayBody, response: R.replayed } },
     async (request) => {
       const id = pathId(request.params.id, 'Incident');
       const plan = request.auth.plan;
@@ -122,7 +134,7 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
     },
   );
 
-  app.get<{ Params: { id: string } }>('/replay-batches/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/replay-batches/:id', { config: { auth: READ }, schema: { params: idParams, response: R.batch } }, async (request) => {
     const id = pathId(request.params.id, 'Replay batch');
     const batch = await getReplayBatch(db, request.auth.organizationId, id);
     if (!batch) throw notFound(`Replay batch ${id} not found.`);
@@ -131,9 +143,10 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
 
   for (const [action, run] of [
     ['cancel', cancelReplayBatch],
+    ['pause', pauseReplayBatch],
     ['resume', resumeReplayBatch],
   ] as const) {
-    app.post<{ Params: { id: string } }>(`/replay-batches/:id/${action}`, { config: { auth: REPLAY }, schema: { params: idParams } }, async (request) => {
+    app.post<{ Params: { id: string } }>(`/replay-batches/:id/${action}`, { config: { auth: REPLAY }, schema: { params: idParams, response: R.batchChanged } }, async (request) => {
       const id = pathId(request.params.id, 'Replay batch');
       const r = await run(db, request.auth.organizationId, id, request.auth.memberId);
       if (!r.ok) throw batchRefusal(r, id);

@@ -6,6 +6,7 @@ import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { createMember, getMember, isEmail, listMembers, mayGrantRole, updateMember, type Member, type UpdateMemberResult } from './members.ts';
 import { memberInviteSchema, memberPatchSchema, presentMember } from './present.ts';
+import { memberResponses as R } from './responses.ts';
 
 /** The member a PATCH changed, or the error its refusal maps to (shared with the operator API). */
 export function memberOrThrow(result: UpdateMemberResult, id: string): Member {
@@ -37,7 +38,7 @@ const pageQuery = { type: 'object', additionalProperties: false, properties: pag
 export function memberRoutes(app: FastifyInstance, { db, authenticator }: AppDeps): void {
   app.get<{ Querystring: { limit: number; before?: string } }>(
     '/members',
-    { config: { auth: { scopes: ['members:manage'], permission: 'members.view' } }, schema: { querystring: pageQuery } },
+    { config: { auth: { scopes: ['members:manage'], permission: 'members.view' } }, schema: { querystring: pageQuery, response: R.page } },
     async (request) => {
       const { limit, before } = request.query;
       const rows = await listMembers(db, request.auth.organizationId, limit + 1, before);
@@ -47,7 +48,7 @@ export function memberRoutes(app: FastifyInstance, { db, authenticator }: AppDep
 
   app.get<{ Params: { id: string } }>(
     '/members/:id',
-    { config: { auth: { scopes: ['members:manage'], permission: 'members.view' } }, schema: { params: idParams } },
+    { config: { auth: { scopes: ['members:manage'], permission: 'members.view' } }, schema: { params: idParams, response: R.one } },
     async (request) => {
       const id = pathId(request.params.id, 'Member');
       const member = await getMember(db, id, request.auth.organizationId);
@@ -58,7 +59,7 @@ export function memberRoutes(app: FastifyInstance, { db, authenticator }: AppDep
 
   app.post<{ Body: { email: string; role: Role } }>(
     '/members',
-    { config: { auth: { scopes: ['members:invite'], permission: 'members.invite' } }, schema: { body: memberInviteSchema } },
+    { config: { auth: { scopes: ['members:invite'], permission: 'members.invite' } }, schema: { body: memberInviteSchema, response: R.invited } },
     async (request, reply) => {
       const a = request.auth;
       const email = checkedEmail(request.body.email);
@@ -74,7 +75,7 @@ export function memberRoutes(app: FastifyInstance, { db, authenticator }: AppDep
 
   app.patch<{ Params: { id: string }; Body: { role?: Role; active?: boolean } }>(
     '/members/:id',
-    { config: { auth: { scopes: ['members:manage'], permission: 'members.manage' } }, schema: { params: idParams, body: memberPatchSchema } },
+    { config: { auth: { scopes: ['members:manage'], permission: 'members.manage' } }, schema: { params: idParams, body: memberPatchSchema, response: R.updated } },
     async (request) => {
       const a = request.auth;
       const id = pathId(request.params.id, 'Member');

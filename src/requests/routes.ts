@@ -6,7 +6,7 @@ import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { getCapture, listCaptures } from './captures.ts';
 import { presentCapture, presentCaptureSummary } from './present.ts';
-import { capturePageResponse, captureResponse } from './schemas.ts';
+import { captureBodyResponse, capturePageResponse, captureResponse } from './schemas.ts';
 
 const READ = { scopes: ['requests:read'], permission: 'requests.view' } as const;
 
@@ -74,7 +74,7 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
     return { data: presentCapture(capture) };
   });
 
-  app.get<{ Params: { id: string } }>('/requests/:id/body', { config: { auth: READ }, schema: { params: idParams } }, async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/requests/:id/body', { config: { auth: READ }, schema: { params: idParams, response: captureBodyResponse } }, async (request, reply) => {
     const id = pathId(request.params.id, 'Request');
     const capture = await getCapture(db, request.auth.organizationId, id);
     if (!capture) throw notFound(`Request ${id} not found.`);

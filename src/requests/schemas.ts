@@ -3,9 +3,32 @@
  * answers in the OpenAPI document and let Fastify serialise them with a
  * compiled serialiser instead of JSON.stringify. A field the presenter
  * (present.ts) adds must be added here too, or it is dropped from the answer:
- * test/http/openapi.test.ts compares the two.
+ * test/http/openapi-answers.test.ts compares every answer with JSON.stringify's.
  */
 const nullableString = { type: ['string', 'null'] } as const;
+
+/**
+ * The capture the document shows as an example, and the one a
+ * request.captured sample sends when an endpoint has captured nothing yet
+ * (src/subscriptions/samples.ts, docs/subscriptions.md).
+ */
+export const EXAMPLE_CAPTURE = {
+  id: '0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f',
+  endpoint_id: '0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d',
+  received_at: '2026-01-01T00:00:00.000Z',
+  method: 'POST',
+  path: '/stripe',
+  query: '',
+  headers: [
+    { name: 'Content-Type', value: 'application/json' },
+    { name: 'Stripe-Signature', value: 't=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd' },
+  ],
+  content_type: 'application/json',
+  body_size: 56,
+  source_ip: '203.0.113.7',
+  body: '{"id":"evt_1","type":"payment_intent.succeeded","data":{}}',
+  body_encoding: 'utf8',
+};
 
 export const captureSummarySchema = {
   type: 'object',
@@ -37,6 +60,7 @@ export const captureSchema = {
     body: { type: 'string', description: 'UTF-8 text, or base64 when the bytes are not valid UTF-8.' },
     body_encoding: { type: 'string', enum: ['utf8', 'base64'] },
   },
+  example: EXAMPLE_CAPTURE,
 } as const;
 
 const pageMeta = {
@@ -48,6 +72,7 @@ const pageMeta = {
 
 export const capturePageResponse = {
   200: {
+    description: "A page of the endpoint's captures, newest first, without bodies (GET /v1/requests/:id has the body).",
     type: 'object',
     additionalProperties: false,
     required: ['data'],
@@ -58,5 +83,22 @@ export const capturePageResponse = {
 } as const;
 
 export const captureResponse = {
-  200: { type: 'object', additionalProperties: false, required: ['data'], properties: { data: captureSchema } },
+  200: { description: 'The capture with its body.', type: 'object', additionalProperties: false, required: ['data'], properties: { data: captureSchema } },
+} as const;
+
+/** GET /v1/requests/:id/body: the captured bytes themselves, not JSON. */
+export const captureBodyResponse = {
+  200: {
+    description: "The captured body's exact bytes, with the content-type it arrived with (application/octet-stream when it had none).",
+    content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+  },
+} as const;
+
+/** GET /v1/endpoints/:id/requests/stream: Server-Sent Events (docs/capture.md "Live tail"). */
+export const tailStreamResponse = {
+  200: {
+    description:
+      'Server-Sent Events: one `request` event per capture (`id` is the capture id, `data` its summary as in the list), comments as heartbeats, and a final `overflow` event before a client too slow to keep up is disconnected. Reconnect with `Last-Event-ID` to resume.',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  },
 } as const;

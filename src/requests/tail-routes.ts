@@ -6,6 +6,7 @@ import { idParams, pathId } from '../http/schemas.ts';
 import { isUuid } from '../db/ids.ts';
 import { capturesAfter, TailHub } from './tail.ts';
 import { TAIL_DEFAULTS, TailStream } from './tail-stream.ts';
+import { tailStreamResponse } from './schemas.ts';
 
 const READ = { scopes: ['requests:read'], permission: 'requests.view' } as const;
 
@@ -29,7 +30,11 @@ export function tailRoutes(app: FastifyInstance, { db, config, logger }: AppDeps
     '/endpoints/:id/requests/stream',
     {
       config: { auth: READ },
-      schema: { params: idParams, querystring: { type: 'object', additionalProperties: false, properties: { last_event_id: { type: 'string' } } } },
+      schema: {
+        params: idParams,
+        querystring: { type: 'object', additionalProperties: false, properties: { last_event_id: { type: 'string' } } },
+        response: tailStreamResponse,
+      },
     },
     async (request, reply) => {
       const orgId = request.auth.organizationId;

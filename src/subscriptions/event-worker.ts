@@ -35,6 +35,7 @@ export function eventRequest(e: ClaimedEvent, now = Date.now()): ClaimedDelivery
     destinationType: 'https',
     url: e.targetUrl,
     agentId: null,
+    replayBatchId: null,
     attemptNumber: e.attemptNumber,
     sendAt: 0,
     capture: { id: e.id, method: 'POST', path: '', query: '', headers: signedHeaders(e.secrets, `evt_${e.id}`, e.payload, now), body: Buffer.from(e.payload) },

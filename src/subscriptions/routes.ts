@@ -8,6 +8,7 @@ import { EVENT_TYPES } from './event-types.ts';
 import { listSubscriptionEvents, presentEvent } from './event-log.ts';
 import { captureSample } from './samples.ts';
 import { createSubscription, deleteSubscription, getSubscription, listSubscriptions, presentSubscription, rotateSecret } from './subscriptions.ts';
+import { subscriptionResponses as R } from './responses.ts';
 
 // The specification: listing needs only the read scope (no role permission);
 // creating and deleting need subscriptions:write, and a role that manages them.
@@ -33,7 +34,7 @@ const sampleParams = { type: 'object', properties: { endpointId: { type: 'string
 export function subscriptionRoutes(app: FastifyInstance, { db }: AppDeps): void {
   app.post<{ Body: { target_url: string; event_types: string[]; endpoint_id?: string | null } }>(
     '/subscriptions',
-    { config: { auth: WRITE }, schema: { body: createBody } },
+    { config: { auth: WRITE }, schema: { body: createBody, response: R.created } },
     async (request, reply) => {
       const b = request.body;
       const endpointId = b.endpoint_id ? pathId(b.endpoint_id, 'Endpoint') : null;
@@ -50,19 +51,19 @@ export function subscriptionRoutes(app: FastifyInstance, { db }: AppDeps): void 
     },
   );
 
-  app.get<{ Querystring: { limit: number; before?: string } }>('/subscriptions', { config: { auth: READ }, schema: { querystring: listQuery } }, async (request) => {
+  app.get<{ Querystring: { limit: number; before?: string } }>('/subscriptions', { config: { auth: READ }, schema: { querystring: listQuery, response: R.page } }, async (request) => {
     const { limit, before } = request.query;
     const rows = await listSubscriptions(db, request.auth.organizationId, { limit, before: before?.toLowerCase() });
     return { data: toPage(rows, limit, presentSubscription) };
   });
 
-  app.get<{ Params: { endpointId: string } }>('/subscriptions/sample/:endpointId', { config: { auth: SAMPLE }, schema: { params: sampleParams } }, async (request) => {
+  app.get<{ Params: { endpointId: string } }>('/subscriptions/sample/:endpointId', { config: { auth: SAMPLE }, schema: { params: sampleParams, response: R.sample } }, async (request) => {
     const endpointId = pathId(request.params.endpointId, 'Endpoint');
     if (!(await getEndpoint(db, request.auth.organizationId, endpointId))) throw notFound(`Endpoint ${endpointId} not found.`);
     return { data: await captureSample(db, request.auth.organizationId, endpointId) };
   });
 
-  app.get<{ Params: { id: string } }>('/subscriptions/:id', { config: { auth: READ }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/subscriptions/:id', { config: { auth: READ }, schema: { params: idParams, response: R.one } }, async (request) => {
     const id = pathId(request.params.id, 'Subscription');
     const s = await getSubscription(db, request.auth.organizationId, id);
     if (!s) throw notFound(`Subscription ${id} not found.`);
@@ -71,7 +72,7 @@ export function subscriptionRoutes(app: FastifyInstance, { db }: AppDeps): void 
 
   app.get<{ Params: { id: string }; Querystring: { limit: number; before?: string } }>(
     '/subscriptions/:id/events',
-    { config: { auth: READ }, schema: { params: idParams, querystring: listQuery } },
+    { config: { auth: READ }, schema: { params: idParams, querystring: listQuery, response: R.events } },
     async (request) => {
       const id = pathId(request.params.id, 'Subscription');
       if (!(await getSubscription(db, request.auth.organizationId, id))) throw notFound(`Subscription ${id} not found.`);
@@ -81,13 +82,13 @@ export function subscriptionRoutes(app: FastifyInstance, { db }: AppDeps): void 
     },
   );
 
-  app.delete<{ Params: { id: string } }>('/subscriptions/:id', { config: { auth: WRITE }, schema: { params: idParams } }, async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/subscriptions/:id', { config: { auth: WRITE }, schema: { params: idParams, response: R.deleted } }, async (request, reply) => {
     const id = pathId(request.params.id, 'Subscription');
     if (!(await deleteSubscription(db, request.auth.organizationId, id))) throw notFound(`Subscription ${id} not found.`);
     return reply.status(204).send();
   });
 
-  app.post<{ Params: { id: string } }>('/subscriptions/:id/rotate-secret', { config: { auth: WRITE }, schema: { params: idParams } }, async (request) => {
+  app.post<{ Params: { id: string } }>('/subscriptions/:id/rotate-secret', { config: { auth: WRITE }, schema: { params: idParams, response: R.rotated } }, async (request) => {
     const id = pathId(request.params.id, 'Subscription');
     const s = await rotateSecret(db, request.auth.organizationId, id);
     if (!s) throw notFound(`Subscription ${id} not found.`);

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import { latestCapture } from '../requests/captures.ts';
 import { presentCapture } from '../requests/present.ts';
+import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
 import type { EventType } from './event-types.ts';
 
 /**
@@ -15,23 +16,7 @@ export function sampleEnvelope(type: EventType, data: unknown, real: boolean) {
 
 /** The documented capture sent when an endpoint has captured nothing yet (docs/subscriptions.md). */
 export function exampleCapture(endpointId: string) {
-  return {
-    id: '0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f',
-    endpoint_id: endpointId,
-    received_at: '2026-01-01T00:00:00.000Z',
-    method: 'POST',
-    path: '/stripe',
-    query: '',
-    headers: [
-      { name: 'Content-Type', value: 'application/json' },
-      { name: 'Stripe-Signature', value: 't=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd' },
-    ],
-    content_type: 'application/json',
-    body_size: 56,
-    source_ip: '203.0.113.7',
-    body: '{"id":"evt_1","type":"payment_intent.succeeded","data":{}}',
-    body_encoding: 'utf8',
-  };
+  return { ...EXAMPLE_CAPTURE, endpoint_id: endpointId };
 }
 
 /** The request.captured payload for an endpoint's latest capture, or the example. */

@@ -75,15 +75,54 @@ export async function countUsage(db: Queryable, organizationId: string, from: nu
   return out;
 }
 
-/** GET /v1/usage: this billing period and the last, the plan's limits, and storage. */
+export interface DayCounts extends Counts {
+  day: string;
+}
+
+/**
+ * The organization's counts per UTC day in [from, to): rolled-up days in one
+ * read of usage_daily (a day with nothing is absent from it, answered as
+ * zeros), the days after the last roll-up counted live one by one.
+ */
+export async function dailyUsage(db: Queryable, organizationId: string, from: number, to: number, endpointIds: readonly string[]): Promise<DayCounts[]> {
+  const last = await lastRolledDay(db);
+  const liveFrom = Math.max(from, last ? Date.parse(`${last}T00:00:00Z`) + DAY_MS : from);
+  const { rows } = await db.query<Record<string, string>>(
+    `select day::text as day, captures, bytes_captured, forwards_attempted as attempted, forwards_succeeded as succeeded,
+            forwards_failed as failed, replayed
+       from usage_daily where organization_id = $1::uuid and day >= $2::date and day < $3::date`,
+    [organizationId, dayString(from), dayString(Math.min(to, liveFrom))],
+  );
+  const rolled = new Map(rows.map((r) => [r.day, r]));
+  const out: DayCounts[] = [];
+  for (let d = from; d < to; d += DAY_MS) {
+    const day = dayString(d);
+    if (d >= liveFrom) {
+      out.push({ day, ...(await countUsage(db, organizationId, d, d + DAY_MS, endpointIds)) });
+      continue;
+    }
+    const r = rolled.get(day);
+    out.push({
+      day,
+      captures: Number(r?.captures ?? 0),
+      bytes_captured: Number(r?.bytes_captured ?? 0),
+      forwards: { attempted: Number(r?.attempted ?? 0), succeeded: Number(r?.succeeded ?? 0), failed: Number(r?.failed ?? 0) },
+      replayed: Number(r?.replayed ?? 0),
+    });
+  }
+  return out;
+}
+
+/** GET /v1/usage: this billing period (in total and per day so far) and the last, the plan's limits, and storage. */
 export async function getUsage(db: Queryable, org: { id: string; plan: PlanName }, limits: PlanLimits, now = Date.now()) {
   const { current, previous } = billingPeriods(now);
   const endpoints = (await listEndpoints(db, org.id)).map((e) => e.id);
   const agents = await listAgents(db, org.id, { limit: 100_000 });
   const dayStart = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate());
   const retainedFrom = dayStart - (limits.retention_days - 1) * DAY_MS;
-  const [cur, prev, retained] = await Promise.all([
+  const [cur, days, prev, retained] = await Promise.all([
     countUsage(db, org.id, current[0], current[1], endpoints),
+    dailyUsage(db, org.id, current[0], dayStart + DAY_MS, endpoints),
     countUsage(db, org.id, previous[0], previous[1], endpoints),
     countUsage(db, org.id, retainedFrom, dayStart + DAY_MS, endpoints),
   ]);
@@ -92,6 +131,8 @@ export async function getUsage(db: Queryable, org: { id: string; plan: PlanName 
     plan: org.plan,
     current_period: { ...period(current), ...cur },
     previous_period: { ...period(previous), ...prev },
+    // the current period's days up to today, oldest first: what a chart of the month draws
+    days,
     limits: {
       endpoints: { used: endpoints.length, limit: limits.max_endpoints },
       production_agents: { used: agents.filter((a) => a.environment === 'production').length, limit: limits.max_agents },

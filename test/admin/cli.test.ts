@@ -36,6 +36,9 @@ describe('weir admin', () => {
     assert.equal(org.code, 0, org.stderr);
     assert.deepEqual([org.json.data.name, org.json.data.plan, org.json.data.region], ['CLI Co', 'starter', 'eu']);
     const orgId = org.json.data.id;
+    const listed = await admin(['org', 'get', orgId, '--json', ...server]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(listed.json.data.id, orgId, '--json is accepted: the answer is JSON either way');
 
     const member = await admin(['member', 'add', orgId, '--email', 'cli@example.com', '--role', 'admin', ...server]);
     assert.equal(member.code, 0, member.stdout);
@@ -89,6 +92,7 @@ describe('weir admin', () => {
     const res = await admin(['member', 'add', '01900000-0000-7000-8000-000000000000', '--email', 'x@example.com', '--role', 'admin', '--server', weir.base]);
     assert.equal(res.code, 1);
     assert.equal(res.json.error.code, 'not_found');
+    assert.match(res.stderr, /^weir admin: Organization \S+ not found\. \(not_found, HTTP 404\)\n$/, 'and one line for people');
     const bad = await admin(['key', 'create', '01900000-0000-7000-8000-000000000000', '--name', 'x', '--scopes', '', '--server', weir.base]);
     assert.equal(bad.code, 1);
     assert.equal(bad.json.error.code, 'bad_request', 'an empty --scopes is a custom key with zero scopes');

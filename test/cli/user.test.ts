@@ -93,6 +93,51 @@ describe('weir CLI for users', () => {
     assert.match(gone.stderr, /no endpoint named "cli-hooks"/);
   });
 
+  it('exports every capture as NDJSON with exact bytes, oldest first, to a file or stdout, within --since', async () => {
+    const ep = JSON.parse((await weirCli(['endpoints', 'create', 'exported', '--json'])).stdout);
+    const binary = Buffer.from([0xff, 0x00, 0xc3, 0x28, 0x0a]);
+    const first = await ingest(ep.slug, '{"n":1}', { 'X-B': '2', 'x-a': '1' });
+    const res = await fetch(`http://127.0.0.1:${weir.ingestPort}/h/${ep.slug}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: binary });
+    const second = ((await res.json()) as { request_id: string }).request_id;
+    const third = await ingest(ep.slug, 'not json at all');
+
+    const file = join(home, 'captures.ndjson');
+    const toFile = await weirCli(['requests', 'export', 'exported', '--out', file, '--json']);
+    assert.equal(toFile.code, 0, toFile.stderr);
+    assert.deepEqual(JSON.parse(toFile.stdout), { endpoint_id: ep.id, exported: 3, skipped: 0, body_bytes: 7 + binary.length + 15, out: file, since: null, until: null });
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => l.id), [first, second, third], 'oldest first, one capture per line');
+    assert.deepEqual(Buffer.from(lines[1].body, 'base64'), binary, 'the bytes exactly');
+    assert.equal(Buffer.from(lines[0].body, 'base64').toString(), '{"n":1}');
+    assert.ok(lines.every((l) => l.body_encoding === 'base64'));
+    assert.deepEqual(lines[0].headers.filter((h: any) => /^x-/i.test(h.name)), [{ name: 'X-B', value: '2' }, { name: 'x-a', value: '1' }]);
+    assert.equal(lines[1].method, 'PUT');
+    assert.equal(statSync(file).mode & 0o777, 0o600, 'captures hold secrets: the file is private');
+
+    const toStdout = await weirCli(['requests', 'export', ep.id, '--since', lines[1].received_at]);
+    assert.equal(toStdout.code, 0, toStdout.stderr);
+    const since = toStdout.stdout.trimEnd().split('\n').map((l) => JSON.parse(l).id);
+    assert.ok(since.includes(second) && since.includes(third) && since.length <= 3, 'only captures at or after --since');
+    assert.match(toStdout.stderr, /^Exported \d captures \(\d+ body bytes\)\n$/, 'the summary on stderr: stdout is the data');
+    const none = await weirCli(['requests', 'export', ep.id, '--since', '2999-01-01T00:00:00Z', '--json']);
+    assert.equal(none.stdout, '');
+    assert.equal(JSON.parse(none.stderr).exported, 0);
+
+    for (const [args, pattern] of [
+      [['--since', 'yesterday'], /^weir: Query parameter "since" must be an ISO 8601 timestamp.*\(bad_request, HTTP 400\)\n$/],
+      [['--out', join(home, 'no-such-dir', 'x.ndjson')], /^weir: cannot write .*no-such-dir.*\(ENOENT\)\n$/],
+    ] as const) {
+      const bad = await weirCli(['requests', 'export', ep.id, ...args]);
+      assert.equal(bad.code, 1, bad.stderr);
+      assert.match(bad.stderr, pattern);
+      assert.equal(bad.stdout, '');
+    }
+    const unknown = await weirCli(['requests', 'export', 'no-such-endpoint', '--out', join(home, 'never.ndjson')]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^weir: no endpoint named "no-such-endpoint" \(not_found, HTTP 404\)\n$/);
+    assert.throws(() => statSync(join(home, 'never.ndjson')), 'nothing written when the export fails');
+  });
+
   it('tails an endpoint, one line per capture', async () => {
     const ep = JSON.parse((await weirCli(['endpoints', 'create', 'tailed', '--json'])).stdout);
     const t = follow(['tail', 'tailed', '--json']);

@@ -52,6 +52,11 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_DB_MAINTENANCE', { WEIR_DB_MAINTENANCE: 'sometimes' }, /auto, all or off/],
   ['WEIR_METRICS', { WEIR_METRICS: 'off' }, /1 or 0/],
   ['WEIR_METRICS_TOKEN', { WEIR_METRICS_TOKEN: 'short' }, /at least 16/],
+  ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: 'nine' }, /port number 0-65535/],
+  ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: '70000' }, /port number 0-65535/],
+  ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: '9100', WEIR_API_PORT: '9100' }, /must differ from WEIR_API_PORT/],
+  ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: '9100', WEIR_INGEST_PORT: '9100' }, /must differ from WEIR_INGEST_PORT/],
+  ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: '9100', WEIR_METRICS: '0' }, /WEIR_METRICS=0/],
   ['WEIR_SSE_HEARTBEAT_MS', { WEIR_SSE_HEARTBEAT_MS: '10' }, /integer 100-300000/],
 ];
 
@@ -121,6 +126,9 @@ describe('loadConfig', () => {
     assert.deepEqual([c.metrics, c.metricsToken, c.sseHeartbeatMs], [true, undefined, 15_000]);
     assert.equal(loadConfig({ WEIR_METRICS: '0' }).metrics, false);
     assert.equal(loadConfig({ WEIR_METRICS_TOKEN: 'metrics-token-0123456789' }).metricsToken, 'metrics-token-0123456789');
+    assert.equal(c.metricsPort, undefined, 'on the API listener unless WEIR_METRICS_PORT is set');
+    assert.equal(loadConfig({ WEIR_METRICS_PORT: '9100' }).metricsPort, 9100);
+    assert.equal(loadConfig({ WEIR_METRICS_PORT: '0' }).metricsPort, 0, '0: a free port');
   });
 
   it('treats an empty variable as unset', () => {

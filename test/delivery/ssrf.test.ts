@@ -20,6 +20,7 @@ function delivery(url: string): ClaimedDelivery {
     destinationType: 'https',
     url,
     agentId: null,
+    replayBatchId: null,
     attemptNumber: 1,
     sendAt: 0,
     capture: { id: '00000000-0000-7000-8000-000000000003', method: 'POST', path: '', query: '', headers: [['content-type', 'text/plain']], body: Buffer.from('hi') },

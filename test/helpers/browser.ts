@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { after, before } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { useTestApp, type UsedTestApp } from './app.ts';
 
 /** Debian's chromium, headless, quiet (no background network, no updates). */
@@ -36,4 +38,61 @@ export function useDashboard(): UsedTestApp & { readonly base: string; readonly 
       },
     },
   }) as UsedTestApp & { base: string; browser: Browser };
+}
+
+/** A page of the dashboard that records uncaught errors and failed console messages for the test to assert empty. */
+export async function openDashboardPage(browser: Browser, opts: { width?: number; height?: number } = {}): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { page, errors };
+}
+
+/** Signs in at `base` with `key` through the sign-in form and waits for the navigation. */
+export async function signIn(page: Page, base: string, key: string, path = '/'): Promise<void> {
+  await page.goto(base + path);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core's WCAG 2 A/AA rules on what the page shows now; answers the
+ * serious and critical violations (id and the first offending element), for
+ * the test to assert empty. page.evaluate is not subject to the page's CSP.
+ */
+export async function seriousA11yViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  // a string, not a function: this runs in the page, whose globals (document, axe) TypeScript does not know here
+  const results = await page.evaluate<Array<{ id: string; impact: string; target: string }>>(`(async () => {
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, target: JSON.stringify(v.nodes[0]?.target ?? []) }));
+  })()`);
+  return results.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} at ${v.target}`);
+}
+
+/** How many CSS pixels the document is wider than the viewport (0 when nothing scrolls sideways). */
+export async function horizontalOverflow(page: Page): Promise<number> {
+  return page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+}
+
+/**
+ * Waits until the focused element's text is `text` (and it sits inside
+ * `within`, when given). The predicate is a function, never a string: while
+ * Playwright polls, a string predicate is evaluated with eval() in the page,
+ * which the dashboard's CSP refuses (the wait then failed whenever the focus
+ * had not yet moved at its first check).
+ */
+export async function waitForFocus(page: Page, text: string, opts: { within?: string; timeout?: number } = {}): Promise<void> {
+  type Focused = { textContent: string | null; closest(selector: string): unknown } | null;
+  await page.waitForFunction(
+    ({ want, within }) => {
+      const el = (globalThis as unknown as { document: { activeElement: Focused } }).document.activeElement;
+      return el?.textContent === want && (within === '' || el.closest(within) !== null);
+    },
+    { want: text, within: opts.within ?? '' },
+    { timeout: opts.timeout },
+  );
 }

@@ -37,6 +37,8 @@ export interface WeirProcess {
   child: ChildProcess;
   apiPort: number;
   ingestPort: number;
+  /** The WEIR_METRICS_PORT listener's port, when it printed one. */
+  metricsPort: number | undefined;
   base: string;
   /** The key printed on first start, if this start printed one. */
   bootstrapKey: string | undefined;
@@ -82,10 +84,12 @@ export async function startWeirProcess(env: Env, timeoutMs = 60_000): Promise<We
     throw new Error(`weir serve did not start within ${timeoutMs} ms:\n${out.stdout}\n${out.stderr}`);
   }
   const key = /^\s+(wr_live_\S+)\s*$/m.exec(out.stdout);
+  const metrics = /Metrics: +\S+ +\(port (\d+)\)/.exec(out.stdout);
   return {
     child,
     apiPort: Number(api[2]),
     ingestPort: Number(ingest[1]),
+    metricsPort: metrics ? Number(metrics[1]) : undefined,
     base: `http://127.0.0.1:${api[2]}`,
     bootstrapKey: key?.[1],
     stdout: () => out.stdout,

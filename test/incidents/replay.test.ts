@@ -123,6 +123,35 @@ describe('incident replay', () => {
       assert.ok(done.delivered_count >= 3);
     });
 
+    it('pauses a running batch on request (held, nothing sent), names it as the incident\'s newest batch, and resumes it', async () => {
+      const { s, rx, incidentId } = await failingIncident(3, () => ({ status: 200 }));
+      workers.push(await startTestWorker(t.db));
+      const none = await call(t.app, 'GET', `/v1/incidents/${incidentId}`, { key: s.key });
+      assert.equal(none.json.data.latest_replay_batch_id, null);
+      const r = await call(t.app, 'POST', `/v1/incidents/${incidentId}/replay`, { key: s.key, body: { requests_per_minute: 1 } });
+      const batchId = r.json.data.replay_batch_id;
+      assert.equal((await call(t.app, 'GET', `/v1/incidents/${incidentId}`, { key: s.key })).json.data.latest_replay_batch_id, batchId);
+      await rx.waitFor(1);
+      await waitUntil(async () => (await call(t.app, 'GET', `/v1/replay-batches/${batchId}`, { key: s.key })).json.data.delivered_count === 1 || undefined, 'the first replay to complete');
+      const p = await call(t.app, 'POST', `/v1/replay-batches/${batchId}/pause`, { key: s.key });
+      assert.equal(p.status, 200);
+      assert.equal(p.json.data.status, 'paused');
+      assert.match(p.json.data.paused_reason, /^paused by member /);
+      assert.equal(p.json.data.remaining_count, 2);
+      const held = await t.db.query<{ n: number }>(
+        `select count(*)::int as n from deliveries where replay_batch_id = $1::uuid and status = 'pending' and next_attempt_at = $2`,
+        [batchId, HELD_UNTIL],
+      );
+      assert.equal(held.rows[0].n, 2);
+      assert.ok((await updates(t.db, incidentId)).some((u) => u.is_system && /paused by member .*: 2 requests held/.test(u.body)));
+      const again = await call(t.app, 'POST', `/v1/replay-batches/${batchId}/pause`, { key: s.key });
+      assert.equal(again.status, 409);
+      assert.equal(again.json.error.code, 'conflict');
+      const resumed = await call(t.app, 'POST', `/v1/replay-batches/${batchId}/resume`, { key: s.key });
+      assert.equal(resumed.json.data.status, 'running');
+      assert.equal(rx.received.length, 1, 'nothing was sent while paused');
+    });
+
     it('cancels a batch: unsent requests are not sent and count as unreplayed again', async () => {
       const { s, rx, incidentId } = await failingIncident(3, () => ({ status: 200 }));
       workers.push(await startTestWorker(t.db));
@@ -186,7 +215,7 @@ describe('incident replay', () => {
       const other = await seedOrg(t.db);
       const { incidentId } = await seedIncident(t.db, other.org.id);
       const r = await call(t.app, 'POST', `/v1/incidents/${incidentId}/replay`, { key: other.key, body: { requests_per_minute: 60 } });
-      for (const [method, path] of [['GET', ''], ['POST', '/cancel'], ['POST', '/resume']] as const) {
+      for (const [method, path] of [['GET', ''], ['POST', '/cancel'], ['POST', '/pause'], ['POST', '/resume']] as const) {
         const { status, json } = await call(t.app, method, `/v1/replay-batches/${r.json.data.replay_batch_id}${path}`, { key: s.key });
         assert.equal(status, 404);
         assert.equal(json.error.code, 'not_found');

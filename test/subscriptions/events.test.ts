@@ -61,7 +61,7 @@ describe('subscription events', () => {
     assert.equal(events[2].data.update.body, 'Looking at the load balancer.');
     assert.equal(events[3].data.object.status, 'resolved');
     const detail = await call(t.app, 'GET', `/v1/incidents/${incidentId}`, { key: s.key });
-    const { failures: _f, updates: _u, unreplayed_count: _n, ...incident } = detail.json.data;
+    const { failures: _f, updates: _u, unreplayed_count: _n, latest_replay_batch_id: _b, ...incident } = detail.json.data;
     assert.deepEqual(events[3].data.object, incident);
   });
 

@@ -51,6 +51,12 @@ describe('organization usage', () => {
     const u = r.json.data;
     assert.equal(u.plan, 'starter');
     const { start: _a, end: _b, ...current } = u.current_period;
+    // per day: every day of the month so far, oldest first, today holding it all
+    const today = new Date().toISOString().slice(0, 10);
+    assert.equal(u.days.length, new Date().getUTCDate());
+    assert.equal(u.days[0].day, today.slice(0, 8) + '01');
+    assert.deepEqual(u.days.at(-1), { day: today, ...expected });
+    assert.equal(u.days.reduce((n: number, d: { captures: number }) => n + d.captures, 0), 5);
     // the previous month's capture was forwarded this month: its attempt counts now
     assert.deepEqual(current, expected);
     assert.equal(u.previous_period.captures, 1);
@@ -68,6 +74,7 @@ describe('organization usage', () => {
     const after = await getUsage(t.db, { id: s.org.id, plan: 'starter' }, t.config.plans.starter);
     const { start: _c, end: _d, ...currentAfter } = after.current_period;
     assert.deepEqual(currentAfter, expected);
+    assert.deepEqual(after.days, u.days, 'rolled-up days answer the same per-day figures');
     assert.equal(after.previous_period.captures, 1);
     assert.equal((await t.db.query(`select 1 from usage_daily where organization_id = $1::uuid`, [other.org.id])).rows.length, 1, 'every organization is rolled up');
     // rolling up again adds nothing

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ApiFailure, WeirApi } from './api-client.ts';
 import { loadCredentials, saveCredentials } from './credentials.ts';
+import { exportCaptures } from './export.ts';
 import { prettyBody, table } from './format.ts';
 import { listen } from './listen.ts';
 import { replayAll } from './replay.ts';
@@ -21,7 +22,7 @@ class UsageFailure extends Error {}
 const json = (v: unknown) => JSON.stringify(v, null, 2) + '\n';
 
 /**
- * The user CLI: `weir login | endpoints | requests | tail | replay | listen`.
+ * The user CLI: `weir login | endpoints | requests (ls, show, export) | tail | replay | listen`.
  * Every command takes --json; an API error becomes one line on stderr and
  * exit code 1, bad usage exit code 2.
  */
@@ -116,6 +117,18 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
       for (const h of r.headers) lines.push(`${h.name}: ${h.value}`);
       lines.push('', prettyBody(body, r.content_type));
       io.out(lines.join('\n') + '\n');
+    });
+
+  requests
+    .command('export <endpoint>')
+    .description('every capture as NDJSON, oldest first, one per line with its body in base64 (a progress bar on a terminal)')
+    .option('--out <file>', 'write to this file (stdout when absent)')
+    .option('--since <time>', 'only captures received at or after this ISO 8601 time, e.g. 2026-01-01T00:00:00Z')
+    .option('--until <time>', 'only captures received before this ISO 8601 time')
+    .option('--json', 'the summary as JSON')
+    .action(async (ref: string, o: { out?: string; since?: string; until?: string; json?: boolean }) => {
+      const client = api();
+      await exportCaptures(client, { endpointId: (await client.endpoint(ref)).id, out: o.out, since: o.since, until: o.until, json: Boolean(o.json) }, io);
     });
 
   program

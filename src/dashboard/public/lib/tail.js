@@ -2,21 +2,24 @@
 // EventSource cannot send an Authorization header and the API key must not go
 // into a URL (it would land in logs and history), so this reads the
 // Server-Sent Events through fetch() with the header, and reconnects with
-// Last-Event-ID itself, as EventSource would.
+// Last-Event-ID itself, as EventSource would. A 401 (revoked key) signs out.
+import { REVOKED_MESSAGE, session } from './api.js';
 
 /**
  * Follows one endpoint until stop() is called: onRequest(summary) for each
  * capture, onState('live' | 'reconnecting' | error text) as the link changes.
  */
-export function followRequests({ endpointId, key, after, onRequest, onState }) {
+export function followRequests({ endpointId, key = session.key, after, onRequest, onState }) {
   const abort = new AbortController();
   let lastId = after;
   let stopped = false;
 
   async function once() {
-    const headers = { authorization: 'Bearer ' + key, accept: 'text/event-stream' };
+    const headers = { authorization: 'Bearer ' + key, accept: 'text/event-stream', 'x-weir-client': 'dashboard' };
     if (lastId) headers['last-event-id'] = lastId;
     const res = await fetch(`/v1/endpoints/${endpointId}/requests/stream`, { headers, signal: abort.signal });
+    // the key was revoked or expired: back to sign-in, as every other request does
+    if (res.status === 401 && key === session.key) session.signOut(REVOKED_MESSAGE);
     if (!res.ok) {
       const body = await res.json().catch(() => null);
       throw Object.assign(new Error(body?.error?.message || `HTTP ${res.status}`), { fatal: res.status < 500 });

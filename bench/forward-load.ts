@@ -1,0 +1,12 @@
+/**
+ * The webhook the forwarding benchmarks send (bench/forward.ts,
+ * bench/forward-trees.ts) and how many forwards a worker runs at once, so
+ * that their rates measure the same thing: a Stripe-like JSON event.
+ */
+export const CONCURRENCY = 32;
+export const BODY = Buffer.from(JSON.stringify({ id: 'evt_bench', type: 'charge.succeeded', data: { object: { amount: 2000, currency: 'usd', pad: 'x'.repeat(800) } } }));
+export const HEADERS: Array<[string, string]> = [
+  ['Content-Type', 'application/json'],
+  ['User-Agent', 'Stripe/1.0 (+https://stripe.com/docs/webhooks)'],
+  ['Stripe-Signature', 't=1700000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd'],
+];

@@ -1,0 +1,158 @@
+// The text of the claim statement: claimDeliveries (claim.ts) runs it and
+// explains each step. Parameters: $1 destination type, $2 agent ids or
+// null, $3 limit, $4 pacing horizon ms, $5 lease ms, $6 node.
+import type { DestinationType } from './transport.ts';
+
+/** A row of the claim statement: the claimed delivery, its capture and its destination as they are now. */
+export interface ClaimRow {
+  id: string;
+  lease_id: string | null;
+  status: string;
+  organization_id: string;
+  request_id: string;
+  endpoint_id: string;
+  forward_destination_id: string | null;
+  destination_type: DestinationType;
+  url: string | null;
+  agent_id: string | null;
+  attempt_count: number;
+  paced_slot: Date | null;
+  replay_batch_id: string | null;
+  capture_id: string | null;
+  method: string | null;
+  path: string | null;
+  query: string | null;
+  headers: Array<[string, string]> | null;
+  body_hex: string | null;
+  enabled: boolean | null;
+  method_override: string | null;
+  retry_enabled: boolean | null;
+  retry_schedule: number[] | null;
+  intelligent_retry: boolean | null;
+  target_port: number | null;
+  target_path: string | null;
+  agent_environment: 'production' | 'development' | null;
+  db_now: Date;
+  /** only in the statement with batch pacing */
+  paced_batches?: boolean;
+}
+
+/**
+ * The claim statement, in two variants. Replay batch pacing costs every
+ * claim several steps (a window over the claimed rows, a lookup of each in
+ * replay_batch_pacing, an update) although batches are rare, so while none
+ * is paced the statement leaves them out. Which variant to run is a hint
+ * from the last claim, never trusted for correctness: the variant without
+ * them claims nothing at all when replay_batch_pacing has a row (`next`'s
+ * one-time guard, read in the statement's own snapshot, which is the
+ * snapshot its scan of deliveries uses). A batch inserts its pacing row in
+ * the transaction that inserts its deliveries (queuePacedBatch), so a
+ * statement that can see a batch's deliveries sees its pacing row too,
+ * whichever node created the batch; the caller then runs the full variant.
+ */
+function claimSql(batches: boolean): string {
+  return `with next as materialized (
+       -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at${batches ? ', d.replay_batch_id' : ''}
+         from deliveries d
+        where d.status = 'pending' and d.next_attempt_at <= now()
+          and d.destination_type = $1 and ($2::uuid[] is null or d.agent_id = any($2::uuid[]))${
+            batches ? '' : `
+          -- evaluated once per statement: with a paced batch, claim nothing (the caller claims again with the batch CTEs)
+          and not exists (select 1 from replay_batch_pacing)`
+          }
+        order by d.next_attempt_at
+        limit $3
+          for update skip locked
+     ),
+     need as (
+       select next.id, next.forward_destination_id as dest, fd.rate_limit_per_minute as rate,
+              row_number() over (partition by next.forward_destination_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.forward_destination_id) as n
+         from next
+         join forward_destinations fd on fd.id = next.forward_destination_id
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null${
+          batches
+            ? `
+          -- a paced replay batch's own rate applies instead (bneed)
+          and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)`
+            : ''
+        }
+     ),
+     taken as (
+       insert into destination_pacing as p (destination_id, next_slot_at)
+       select dest, now() + max(n) * (interval '60 seconds' / max(rate)) from need group by dest
+       on conflict (destination_id) do update
+         set next_slot_at = greatest(p.next_slot_at, now()) + (excluded.next_slot_at - now())
+       returning destination_id, next_slot_at
+     ),
+     slots as (
+       select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
+         from need join taken on taken.destination_id = need.dest
+     ),${batches ? BATCH_SLOTS : ''}
+     plan as (
+       select next.id, coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot) as slot,
+              coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id${batches ? ' left join bslots bs on bs.id = next.id' : ''}
+     ),
+     claimed as (
+       update deliveries d
+          set status = case when plan.go then 'in_flight' else 'pending' end,
+              paced_slot = plan.slot,
+              next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
+              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $5 * interval '1 millisecond' end,
+              leased_by = case when plan.go then $6 end,
+              lease_id = case when plan.go then gen_random_uuid() end,
+              updated_at = now()
+         from plan
+        where d.id = plan.id
+        returning d.*
+     )
+     select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            -- hex text, decoded natively below: PGlite's bytea parser works byte by byte in JavaScript
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex,
+            fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+            -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
+            fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
+            statement_timestamp() as db_now${
+              batches
+                ? `,
+            -- whether the next claim needs this variant again (the pacing row of a batch with nothing left is deleted)
+            exists (select 1 from replay_batch_pacing) as paced_batches`
+                : ''
+            }
+       from claimed c
+       -- a range, not equality: received_at may carry microseconds the
+       -- millisecond copy in the delivery row lost; the id pins the row
+       left join captured_requests cr
+              on c.status = 'in_flight' and cr.id = c.request_id
+             and cr.received_at between c.request_received_at - interval '1 millisecond'
+                                    and c.request_received_at + interval '1 millisecond'
+       left join forward_destinations fd on fd.id = c.forward_destination_id
+       left join agents a on a.id = c.agent_id`;
+}
+
+/** The same as need/taken/slots for incident replay batches, paced at their requests_per_minute (src/incidents/replay.ts). */
+const BATCH_SLOTS = `
+     bneed as (
+       select next.id, next.replay_batch_id as batch, rp.requests_per_minute as rate,
+              row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.replay_batch_id) as n
+         from next join replay_batch_pacing rp on rp.replay_batch_id = next.replay_batch_id
+        where next.paced_slot is null
+     ),
+     btaken as (
+       update replay_batch_pacing rp
+          set next_slot_at = greatest(rp.next_slot_at, now()) + b.n * (interval '60 seconds' / rp.requests_per_minute)
+         from (select batch, max(n) as n from bneed group by batch) b
+        where rp.replay_batch_id = b.batch
+       returning rp.replay_batch_id, rp.next_slot_at
+     ),
+     bslots as (
+       select bneed.id, btaken.next_slot_at - (bneed.n - bneed.k + 1) * (interval '60 seconds' / bneed.rate) as slot
+         from bneed join btaken on btaken.replay_batch_id = bneed.batch
+     ),`;
+
+/** Both variants, built once. */
+export const CLAIM_SQL = { plain: claimSql(false), batches: claimSql(true) };
