@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { horizontalOverflow, launchChromium, seriousA11yViolations, signIn } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, launchChromium, seriousA11yViolations, signIn } from '../helpers/browser.ts';
 import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
 import { startAgent, type AgentProcess } from '../agents/helpers.ts';
 
@@ -52,11 +52,11 @@ describe('dashboard: agents', () => {
     const m = /^npx weir agent --server (\S+) --token (wr_agent_\S+)$/.exec(command);
     assert.ok(m, command);
     assert.equal(m[1], weir.base);
-    assert.match(await secret.innerText(), /shown only this once/);
+    await expectText(secret, /shown only this once/);
     await secret.getByRole('button', { name: 'Copy' }).waitFor();
     const li = item(page, 'laptop <b>bold</b>');
     await li.waitFor();
-    assert.match(await li.innerText(), /laptop <b>bold<\/b>\s*development\s*never connected/);
+    await expectText(li, /laptop <b>bold<\/b>\s*development\s*never connected/);
     assert.equal(await page.locator('main b').count(), 0, 'a name is text, never markup');
     const listed = (await api('GET', '/agents')).json.data.data;
     assert.deepEqual(listed.map((a: { name: string; environment: string }) => [a.name, a.environment]), [['laptop <b>bold</b>', 'development']]);
@@ -67,8 +67,8 @@ describe('dashboard: agents', () => {
     await agent.waitForEvent((e) => e.event === 'connected', 'the agent to connect');
     // the page refreshes by itself
     await page.locator('li.agent[data-status="connected"]').waitFor({ timeout: 20_000 });
-    assert.match(await li.innerText(), /connected from \S+ \(v0\.1\.0\)/);
-    assert.match(await li.innerText(), /Weir node/);
+    await expectText(li, /connected from \S+ \(v0\.1\.0\)/);
+    await expectText(li, /Weir node/);
 
     // a reload no longer shows the token
     await page.reload();
@@ -84,7 +84,7 @@ describe('dashboard: agents', () => {
     assert.ok(m2 && m2[1] !== m[2], fresh);
     assert.equal(await agent.exited, 1, 'the old token stops the running agent');
     await page.locator('li.agent[data-status="disconnected"]').waitFor({ timeout: 20_000 });
-    assert.match(await li.innerText(), /disconnected, last seen/);
+    await expectText(li, /disconnected, last seen/);
     assert.deepEqual(errors, []);
     await page.close();
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, seedOrg, type Seeded } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard, waitForFocus } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard, waitForFocus } from '../helpers/browser.ts';
 import { insertEndpoint } from '../helpers/fixtures.ts';
 
 const MARKUP = 'Billing <i>svc</i>';
@@ -46,7 +46,7 @@ describe('dashboard: destinations', () => {
       assert.deepEqual((await forwards(s, e1.id)).map((d) => [d.name, d.url, d.saved_destination_id]), [[MARKUP, 'https://billing.example.com/hooks', saved.id]]);
       const row = page.getByRole('row').filter({ hasText: 'billing.example.com' });
       await row.waitFor();
-      assert.match(await row.innerText(), /Billing <i>svc<\/i>\s+https:\/\/billing\.example\.com\/hooks\s+Private\s+one endpoint only\s+1/);
+      await expectText(row, /Billing <i>svc<\/i>\s+https:\/\/billing\.example\.com\/hooks\s+Private\s+one endpoint only\s+1/);
       assert.equal(await page.locator('main i').count(), 0, 'a name is text, never markup');
 
       await row.getByRole('link', { name: MARKUP }).click();
@@ -112,7 +112,7 @@ describe('dashboard: destinations', () => {
       await page.getByRole('button', { name: 'Save destination' }).click();
       const note = page.locator('#attachment-error');
       await note.waitFor();
-      assert.match(await note.innerText(), /Saved one too many to the library, but it was not attached to full: .*3/);
+      await expectText(note, /Saved one too many to the library, but it was not attached to full: .*3/);
       const names = [...(await v1(s, 'GET', '/destinations?limit=100')).data].map((d: { name: string }) => d.name);
       assert.ok(names.includes('one too many'), 'the destination was still created');
       assert.equal((await forwards(s, full.id)).length, 3);
@@ -182,7 +182,7 @@ describe('dashboard: destinations', () => {
       const items = page.locator('li.fd');
       await items.nth(2).waitFor();
       assert.deepEqual(await items.locator('h3').allInnerTexts(), [MARKUP, 'Shared CRM', 'local'], 'in sort order');
-      assert.match(await items.nth(2).innerText(), /agent laptop <u>x<\/u> → http:\/\/127\.0\.0\.1:3000\/hooks\?x=1/);
+      await expectText(items.nth(2), /agent laptop <u>x<\/u> → http:\/\/127\.0\.0\.1:3000\/hooks\?x=1/);
       assert.equal(await page.locator('main i, main u').count(), 0, 'names are text, never markup');
       assert.deepEqual(await seriousA11yViolations(page), []);
 

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { horizontalOverflow, launchChromium, seriousA11yViolations, waitForFocus } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, launchChromium, seriousA11yViolations, waitForFocus } from '../helpers/browser.ts';
 import { focused, tabTo } from '../helpers/dashboard-keyboard.ts';
 import { startReceiver, testCa, type Receiver } from '../helpers/https.ts';
 import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
@@ -96,13 +96,13 @@ describe('dashboard: endpoints, end to end', () => {
     });
 
     it('shows a new user what to do, refuses a non-https forward URL at the form, and creates an endpoint (names stay text)', async () => {
-      assert.match(await page.locator('main').innerText(), /No endpoints yet/);
+      await expectText(page.locator('main'), /No endpoints yet/);
       await checkView(page, 'the empty endpoints list');
       await page.getByLabel('Name').fill('Stripe <b>test</b>');
       await page.getByLabel('Forward URL (optional)').fill('http://insecure.example/hook');
       await page.getByRole('button', { name: 'Create endpoint' }).click();
       await page.locator('#create-endpoint-error').waitFor(LONG);
-      assert.match(await page.locator('#create-endpoint-error').innerText(), /https:\/\//);
+      await expectText(page.locator('#create-endpoint-error'), /https:\/\//);
       assert.equal((await api('GET', '/endpoints')).json.data.length, 0, 'nothing was created');
 
       await page.getByLabel('Forward URL (optional)').fill('');
@@ -117,9 +117,9 @@ describe('dashboard: endpoints, end to end', () => {
       slug = ep.slug;
       await page.getByRole('heading', { level: 1, name: 'Stripe <b>test</b>' }).waitFor(LONG);
       assert.equal(await page.locator('main b').count(), 0, 'the name is text, not markup');
-      assert.match(await page.locator('.endpoint-props').innerText(), new RegExp(`/h/${slug}`));
+      await expectText(page.locator('.endpoint-props'), new RegExp(`/h/${slug}`));
       await page.locator('#tail-state', { hasText: 'live' }).waitFor(LONG);
-      assert.match(await page.locator('main').innerText(), /No requests yet/);
+      await expectText(page.locator('main'), /No requests yet/);
       await checkView(page, 'an endpoint without requests');
     });
 
@@ -145,7 +145,7 @@ describe('dashboard: endpoints, end to end', () => {
       }
       const ids = await page.locator('a.req-row').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
       assert.deepEqual(ids, [captures.empty, captures.nonul, captures.binary, captures.form, captures.json]);
-      assert.match(await row(page, captures.json).innerText(), /POST\s+\/json\?a=1&b=%20x/);
+      await expectText(row(page, captures.json), /POST\s+\/json\?a=1&b=%20x/);
       await checkView(page, 'the live list');
     });
 
@@ -171,7 +171,7 @@ describe('dashboard: endpoints, end to end', () => {
       const values = await detail.locator('.headers-table tbody tr').allInnerTexts();
       assert.ok(values.findIndex((v) => /one/.test(v)) < values.findIndex((v) => /two/.test(v)), 'in order');
       await detail.getByRole('button', { name: 'Raw' }).click();
-      assert.equal(await detail.getByLabel('Raw body').innerText(), JSON_BODY);
+      await expectText(detail.getByLabel('Raw body'), JSON_BODY);
       await checkView(page, 'a JSON request');
     });
 
@@ -185,10 +185,10 @@ describe('dashboard: endpoints, end to end', () => {
 
       await row(page, captures.binary).click();
       await detail.getByLabel('Body as hex').waitFor(LONG);
-      assert.match(await detail.getByLabel('Body as hex').innerText(), /^00000000 {2}89 50 4e 47 00 01 ff 27 {2}5c 0a .*\|\.PNG\.\.\.'\\\.\|$/);
+      await expectText(detail.getByLabel('Body as hex'), /^00000000 {2}89 50 4e 47 00 01 ff 27 {2}5c 0a .*\|\.PNG\.\.\.'\\\.\|$/);
       assert.equal(await detail.getByRole('button', { name: 'Hex' }).getAttribute('aria-pressed'), 'true');
       await detail.getByRole('button', { name: 'Raw' }).click();
-      assert.match(await detail.innerText(), /Binary body \(10 bytes/);
+      await expectText(detail, /Binary body \(10 bytes/);
       await checkView(page, 'a binary request');
 
       await row(page, captures.empty).click();
@@ -221,7 +221,7 @@ describe('dashboard: endpoints, end to end', () => {
       await row(page, captures.binary).click();
       const withNul = await page.locator('#curl-command').innerText();
       assert.match(withNul, new RegExp(`--data-binary '@request-${captures.binary}\\.bin'$`), 'a NUL byte cannot go in a shell word: the command reads the downloaded body');
-      assert.match(await detail.innerText(), /download it with "Download body"/);
+      await expectText(detail, /download it with "Download body"/);
       const [download] = await Promise.all([page.waitForEvent('download'), detail.getByRole('button', { name: 'Download body' }).click()]);
       assert.equal(download.suggestedFilename(), `request-${captures.binary}.bin`);
       const path = await download.path();
@@ -234,14 +234,14 @@ describe('dashboard: endpoints, end to end', () => {
       const detail = page.locator('.req-detail');
       await detail.getByRole('button', { name: 'Replay' }).click();
       await page.locator('#replay-error').waitFor(LONG);
-      assert.match(await page.locator('#replay-error').innerText(), /no forward_url/);
+      await expectText(page.locator('#replay-error'), /no forward_url/);
 
       await page.getByRole('navigation', { name: 'Endpoint' }).getByRole('link', { name: 'Settings' }).click();
       await page.waitForURL(/\/settings$/);
       await page.getByLabel('Forward URL (optional)').fill('http://not-https.example');
       await page.getByRole('button', { name: 'Save' }).click();
       await page.locator('#settings-error').waitFor(LONG);
-      assert.match(await page.locator('#settings-error').innerText(), /https:\/\//);
+      await expectText(page.locator('#settings-error'), /https:\/\//);
       await page.getByLabel('Forward URL (optional)').fill(`${rx.url}/hook`);
       await page.getByLabel('Name').fill('Stripe <b>test</b> renamed');
       await page.getByRole('button', { name: 'Save' }).click();
@@ -249,7 +249,7 @@ describe('dashboard: endpoints, end to end', () => {
       const ep = (await api('GET', `/endpoints/${endpointId}`)).json.data;
       assert.equal(ep.forward_url, `${rx.url}/hook`);
       assert.equal(ep.name, 'Stripe <b>test</b> renamed');
-      assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Stripe <b>test</b> renamed');
+      await expectText(page.getByRole('heading', { level: 1 }), 'Stripe <b>test</b> renamed');
       await checkView(page, 'the settings tab');
 
       const tabs = page.getByRole('navigation', { name: 'Endpoint' });
@@ -269,7 +269,7 @@ describe('dashboard: endpoints, end to end', () => {
     it('pauses (ingest answers 423) and resumes', async () => {
       await page.getByRole('button', { name: 'Pause' }).click();
       await page.getByRole('button', { name: 'Resume' }).waitFor(LONG);
-      assert.match(await page.locator('.endpoint-props').innerText(), /paused/);
+      await expectText(page.locator('.endpoint-props'), /paused/);
       assert.equal((await api('GET', `/endpoints/${endpointId}`)).json.data.paused, true);
       assert.equal((await ingest(slug, '/x', { body: 'x' })).status, 423);
       await page.getByRole('button', { name: 'Resume' }).click();
@@ -308,7 +308,7 @@ describe('dashboard: endpoints, end to end', () => {
     assert.equal((await focused(page)).id, 'request-heading', 'Enter on a row moves the focus to its detail');
     await tabTo(page, 'Raw');
     await page.keyboard.press('Space');
-    assert.equal(await page.getByLabel('Raw body').innerText(), '{"k":1}');
+    await expectText(page.getByLabel('Raw body'), '{"k":1}');
 
     await tabTo(page, 'Pause', { back: true });
     await page.keyboard.press('Space');
@@ -375,7 +375,7 @@ describe('dashboard: endpoints, end to end', () => {
     await page.getByLabel('Name').fill('one too many');
     await page.getByRole('button', { name: 'Create endpoint' }).click();
     await page.locator('#create-endpoint-error').waitFor(LONG);
-    assert.match(await page.locator('#create-endpoint-error').innerText(), /free plan allows 10 endpoints/);
+    await expectText(page.locator('#create-endpoint-error'), /free plan allows 10 endpoints/);
     assert.equal((await api('GET', '/endpoints')).json.data.length, 10);
     for (const id of made) await api('DELETE', `/endpoints/${id}`);
     assert.deepEqual(errors, []);

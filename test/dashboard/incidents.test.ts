@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, seedOrg } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
 import { seedIncident } from '../incidents/helpers.ts';
 
 const MARKUP = '<img src=x onerror=alert(1)>';
@@ -37,16 +37,16 @@ describe('dashboard: incidents', () => {
     await page.getByRole('heading', { level: 1, name: 'Incidents' }).waitFor();
     const row = page.locator(`tr[data-id="${incidentId}"]`);
     await row.waitFor();
-    assert.match(await row.innerText(), /open\s+<img src=x onerror=alert\(1\)>\s+The destination answers 5xx server errors \(503\)\.\s+3\s+1/);
+    await expectText(row, /open\s+<img src=x onerror=alert\(1\)>\s+The destination answers 5xx server errors \(503\)\.\s+3\s+1/);
     assert.equal(await page.locator('main img').count(), 0, 'a name is text, never markup');
     assert.deepEqual(await seriousA11yViolations(page), []);
 
     await openIncident(page, MARKUP);
     assert.equal(new URL(page.url()).pathname, `/incidents/${incidentId}`, 'the incident has its own URL');
-    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), `${MARKUP} · open`);
+    await expectText(page.getByRole('heading', { level: 1 }), `${MARKUP} · open`);
     assert.equal(await page.locator('#inc-failures tr').count(), 4, 'a header and three failures');
-    assert.match(await page.locator('#inc-timeline').innerText(), /system: Incident opened/);
-    assert.match(await page.locator('#inc-cause').innerText(), /5xx server errors \(503\)/);
+    await expectText(page.locator('#inc-timeline'), /system: Incident opened/);
+    await expectText(page.locator('#inc-cause'), /5xx server errors \(503\)/);
     assert.equal(await page.locator('main img').count(), 0);
     assert.deepEqual(await seriousA11yViolations(page), []);
 
@@ -57,11 +57,11 @@ describe('dashboard: incidents', () => {
 
     const rate = page.getByLabel('Requests per minute');
     await rate.fill('2');
-    assert.equal(await page.locator('#inc-estimate').innerText(), '3 failures at 2/min: about 2 min.');
+    await expectText(page.locator('#inc-estimate'), '3 failures at 2/min: about 2 min.');
     await rate.fill('0');
-    assert.match(await page.locator('#inc-estimate').innerText(), /whole number from 1 to 6000/);
+    await expectText(page.locator('#inc-estimate'), /whole number from 1 to 6000/);
     await rate.fill('60');
-    assert.equal(await page.locator('#inc-estimate').innerText(), '3 failures at 60/min: about 3 s.');
+    await expectText(page.locator('#inc-estimate'), '3 failures at 60/min: about 3 s.');
     await page.getByRole('button', { name: 'Replay', exact: true }).click();
     await page.locator('#inc-batch', { hasText: '3 queued at 60/min' }).waitFor();
     assert.deepEqual(await batchesOf(incidentId), [{ status: 'running', queued_count: 3 }]);
@@ -70,7 +70,7 @@ describe('dashboard: incidents', () => {
     // the batch's live progress (no delivery worker runs in this app: it stays where it is until changed)
     const batch = page.locator('.batch');
     await batch.getByText('running', { exact: true }).waitFor();
-    assert.match(await batch.innerText(), /0 of 3 sent[\s\S]*0 delivered · 0 failed · 3 remaining · 60\/min/);
+    await expectText(batch, /0 of 3 sent[\s\S]*0 delivered · 0 failed · 3 remaining · 60\/min/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     await batch.getByRole('button', { name: 'Pause' }).click();
     await batch.getByText('paused', { exact: true }).waitFor();
@@ -92,7 +92,7 @@ describe('dashboard: incidents', () => {
     assert.equal(await page.locator('#inc-timeline b').count(), 0, 'a note is text, never markup');
     const notes = await t.db.query<{ body: string; is_system: boolean }>(`select body, is_system from incident_updates where incident_id = $1::uuid and not is_system`, [incidentId]);
     assert.deepEqual(notes.rows, [{ body: 'Called <b>them</b>', is_system: false }]);
-    assert.match(await page.locator('#inc-timeline').innerText(), /you: Called <b>them<\/b>/);
+    await expectText(page.locator('#inc-timeline'), /you: Called <b>them<\/b>/);
 
     // a reload keeps the page and finds the batch again
     await page.reload();
@@ -111,7 +111,7 @@ describe('dashboard: incidents', () => {
     const { page, errors } = await openDashboardPage(t.browser);
     await signIn(page, t.base, s.key, `/incidents/${big.incidentId}`);
     await page.getByLabel('Requests per minute').fill('1');
-    assert.match(await page.locator('#inc-estimate').innerText(), /721 failures at 1\/min: about 12 h 1 min\. That is over the 12-hour limit: choose at least 2 per minute\./);
+    await expectText(page.locator('#inc-estimate'), /721 failures at 1\/min: about 12 h 1 min\. That is over the 12-hour limit: choose at least 2 per minute\./);
     await page.getByRole('button', { name: 'Replay', exact: true }).click();
     await page.locator('#inc-replay-error', { hasText: 'over the 12-hour limit' }).waitFor();
     assert.deepEqual(await batchesOf(big.incidentId), [], 'nothing was asked of the API');

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { READ_NOTIFY_PRESET, SCOPES } from '../../src/auth/permissions.ts';
 import { addMemberWithKey, call, seedOrg } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
 
 /** A scope's checkbox (its label starts with the scope, then says what it unlocks). */
 const scopeBox = (within: Locator | Page, scope: string) => within.getByRole('checkbox', { name: new RegExp(`^${scope} `) });
@@ -43,7 +43,7 @@ describe('dashboard: API keys', () => {
     await secret.waitFor();
     const key = await secret.innerText();
     assert.match(key, /^wr_live_us_/);
-    assert.match(await page.locator('.secret').innerText(), /only this once/);
+    await expectText(page.locator('.secret'), /only this once/);
 
     const created = (await keys(s.key)).find((k) => k.name === 'Zapier <b>notify</b>');
     assert.ok(created);
@@ -54,8 +54,8 @@ describe('dashboard: API keys', () => {
     assert.equal(me.json.data.api_key.access_mode, 'custom');
     const row = table.getByRole('row').filter({ hasText: 'Zapier <b>notify</b>' });
     await row.waitFor();
-    assert.match(await row.innerText(), /Custom: endpoints:read, requests:read/);
-    assert.match(await row.innerText(), new RegExp(created.display_prefix));
+    await expectText(row, /Custom: endpoints:read, requests:read/);
+    await expectText(row, new RegExp(created.display_prefix));
     assert.equal(await page.locator('main b').count(), 0, 'the name stays text');
     assert.deepEqual(await seriousA11yViolations(page), []);
     assert.deepEqual(errors, []);
@@ -113,7 +113,7 @@ describe('dashboard: API keys', () => {
     const devRow = table.getByRole('row').filter({ hasText: 'dev@example.com' });
     await devRow.waitFor();
     const ci = table.getByRole('row').filter({ has: page.getByRole('cell', { name: 'CI', exact: true }) });
-    assert.match(await ci.innerText(), /boss@example\.com \(you\)/);
+    await expectText(ci, /boss@example\.com \(you\)/);
 
     await ci.getByRole('button', { name: 'Edit access of CI' }).click();
     const edit = page.getByRole('region', { name: 'Edit access of “CI”' });
@@ -128,7 +128,7 @@ describe('dashboard: API keys', () => {
     await edit.getByRole('button', { name: 'Save access' }).click();
     await edit.waitFor({ state: 'detached' });
     assert.deepEqual((await keys(s.key)).find((k) => k.id === other.json.data.id)?.scopes, ['incidents:write', 'usage:read']);
-    assert.match(await ci.innerText(), /Custom: incidents:write, usage:read/);
+    await expectText(ci, /Custom: incidents:write, usage:read/);
 
     // revoke someone else's key: confirmed inline, then listed as revoked, and it stops working
     await devRow.getByRole('button', { name: 'Revoke' }).click();
@@ -165,7 +165,7 @@ describe('dashboard: API keys', () => {
     await scopeBox(edit, 'usage:read').check();
     await edit.getByRole('button', { name: 'Save access' }).click();
     await edit.locator('#edit-error', { hasText: 'api_keys.manage' }).waitFor();
-    assert.match(await edit.locator('#edit-error').innerText(), /Ask an admin/);
+    await expectText(edit.locator('#edit-error'), /Ask an admin/);
     assert.equal((await keys(s.key)).find((k) => k.id === admin.keyId)?.access_mode, 'full', 'nothing changed');
     await page.close();
 
@@ -184,7 +184,7 @@ describe('dashboard: API keys', () => {
     const { page: p3 } = await openDashboardPage(t.browser);
     await signIn(p3, t.base, narrow.key, '/keys');
     await p3.getByRole('main').getByRole('alert').waitFor();
-    assert.match(await p3.locator('main').innerText(), /key management is open to full-access keys only/);
+    await expectText(p3.locator('main'), /key management is open to full-access keys only/);
     assert.equal(await p3.getByRole('region', { name: 'New key' }).count(), 0);
     assert.deepEqual(await seriousA11yViolations(p3), []);
     assert.deepEqual(errors, []);
@@ -197,7 +197,7 @@ describe('dashboard: API keys', () => {
     await signIn(page, t.base, s.key, '/keys');
     const row = page.locator('#keys-table').getByRole('row').filter({ hasText: 'this browser' });
     await row.getByRole('button', { name: 'Revoke' }).click();
-    assert.match(await row.getByRole('group').innerText(), /signs you out/);
+    await expectText(row.getByRole('group'), /signs you out/);
     await row.getByRole('button', { name: 'Revoke key' }).click();
     await page.getByRole('alert').filter({ hasText: 'no longer accepted' }).waitFor();
     assert.equal(await page.getByLabel('API key').count(), 1);

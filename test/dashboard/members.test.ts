@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { addMemberWithKey, call, seedOrg } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard, waitForFocus } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard, waitForFocus } from '../helpers/browser.ts';
 
 /** The members page in a real browser against the real API. */
 describe('dashboard: members', () => {
@@ -15,7 +15,7 @@ describe('dashboard: members', () => {
     await signIn(page, t.base, s.key, '/members');
     const table = page.locator('#members-table');
     await table.getByRole('row').filter({ hasText: 'boss@example.com' }).waitFor();
-    assert.match(await table.innerText(), /<img src=x onerror=alert\(1\)>@example\.com/);
+    await expectText(table, /<img src=x onerror=alert\(1\)>@example\.com/);
     assert.equal(await page.locator('main img').count(), 0, 'the email stays text');
     assert.deepEqual(await seriousA11yViolations(page), []);
 
@@ -24,7 +24,7 @@ describe('dashboard: members', () => {
     await form.getByLabel('Role').selectOption('developer');
     await form.getByRole('button', { name: 'Invite' }).click();
     await page.getByText('grace@example.com is a member now, as developer.').waitFor();
-    assert.match(await page.locator('main').innerText(), /Weir sends no email and no invitation link/);
+    await expectText(page.locator('main'), /Weir sends no email and no invitation link/);
     const grace = table.getByRole('row').filter({ hasText: 'grace@example.com' });
     await grace.waitFor();
     const graceId = await grace.getAttribute('data-id');
@@ -49,7 +49,7 @@ describe('dashboard: members', () => {
     assert.equal((await member(s.key, graceId)).role, 'viewer');
     // deactivate (asked inline): her key stops working
     await grace.getByRole('button', { name: 'Deactivate' }).click();
-    assert.match(await grace.getByRole('group').innerText(), /Their keys stop working at once/);
+    await expectText(grace.getByRole('group'), /Their keys stop working at once/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     await grace.getByRole('button', { name: 'Deactivate', exact: true }).last().click();
     await grace.getByText('deactivated').waitFor();
@@ -81,8 +81,8 @@ describe('dashboard: members', () => {
     await owner.getByRole('button', { name: 'Change role of owner@example.com' }).click();
     const refusal = owner.getByRole('alert');
     await refusal.waitFor();
-    assert.match(await refusal.innerText(), /A admin cannot change a super_admin/);
-    assert.match(await refusal.innerText(), /Ask an admin/);
+    await expectText(refusal, /A admin cannot change a super_admin/);
+    await expectText(refusal, /Ask an admin/);
     assert.equal((await member(s.key, s.memberId)).role, 'super_admin');
     assert.deepEqual(await seriousA11yViolations(page), []);
     await page.close();
@@ -108,7 +108,7 @@ describe('dashboard: members', () => {
       await page.locator('#members-table').getByRole('row').filter({ hasText: 'owner@example.com' }).waitFor();
       assert.equal(await page.getByRole('region', { name: 'Invite a member' }).count(), 0, role);
       assert.equal(await page.getByRole('button', { name: /Change role|Deactivate/ }).count(), 0, role);
-      assert.match(await page.locator('main').innerText(), /inviting and changing them needs an admin/);
+      await expectText(page.locator('main'), /inviting and changing them needs an admin/);
       assert.deepEqual(await seriousA11yViolations(page), [], role);
       assert.deepEqual(errors, []);
       await page.close();
@@ -118,7 +118,7 @@ describe('dashboard: members', () => {
     await signIn(page, t.base, narrow.key, '/members');
     const alert = page.getByRole('main').getByRole('alert');
     await alert.waitFor();
-    assert.match(await alert.innerText(), /members:manage/);
+    await expectText(alert, /members:manage/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     assert.deepEqual(errors, []);
     await page.close();
@@ -131,7 +131,7 @@ describe('dashboard: members', () => {
     await signIn(page, t.base, admin.key, '/members');
     const self = page.locator('#members-table').getByRole('row').filter({ hasText: 'leaving@example.com' });
     await self.getByRole('button', { name: 'Deactivate' }).click();
-    assert.match(await self.getByRole('group').innerText(), /Deactivate yourself\? Your keys stop working at once/);
+    await expectText(self.getByRole('group'), /Deactivate yourself\? Your keys stop working at once/);
     await self.getByRole('button', { name: 'Deactivate', exact: true }).last().click();
     await page.getByRole('alert').filter({ hasText: 'no longer accepted' }).waitFor();
     assert.equal(await page.getByLabel('API key').count(), 1);

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { addMemberWithKey, seedOrg, type Seeded } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
 import { focused } from '../helpers/dashboard-keyboard.ts';
 import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
 
@@ -42,7 +42,7 @@ describe('dashboard: an endpoint\'s requests', () => {
     const [fresh] = await insertCaptures(t.db, ep, [{ method: 'PATCH', path: '/arrived' }]);
     await row(page, fresh.id).waitFor(LONG);
     assert.equal(await page.locator('a.req-row').first().getAttribute('data-id'), fresh.id);
-    assert.match(await page.locator('a.req-row').first().innerText(), /PATCH\s+\/arrived/);
+    await expectText(page.locator('a.req-row').first(), /PATCH\s+\/arrived/);
     assert.equal(await page.locator('a.req-row').count(), 2);
     assert.equal(listReads.length, 1, 'the list was read once; the stream brought the rest');
     assert.deepEqual(streams, [`Bearer ${s.key}`], 'the key travels in a header, never in the URL');
@@ -67,7 +67,7 @@ describe('dashboard: an endpoint\'s requests', () => {
     assert.equal(await page.locator('a.req-row').first().getAttribute('data-id'), fresh.id);
     assert.equal(await page.locator('a.req-row').last().getAttribute('data-id'), made[0].id);
     assert.equal(await page.locator('a.req-row').count(), 61);
-    assert.match(await page.locator('#tail-state').innerText(), /live/);
+    await expectText(page.locator('#tail-state'), /live/);
     assert.deepEqual(errors, []);
     await page.close();
   });
@@ -130,7 +130,7 @@ describe('dashboard: an endpoint\'s requests', () => {
     await signIn(page, t.base, s.key, `/endpoints/${ep.id}/requests/${target.id}`);
     for (let pass = 0; pass < 2; pass++) {
       await page.locator('#request-heading').waitFor(LONG);
-      assert.match(await page.locator('#request-heading').innerText(), /POST\s+\/d\/3/);
+      await expectText(page.locator('#request-heading'), /POST\s+\/d\/3/);
       assert.equal(await row(page, target.id).getAttribute('aria-current'), 'page');
       assert.equal(await page.locator('a.req-row[aria-current]').count(), 1);
       assert.equal((await focused(page)).id, 'request-heading');
@@ -159,7 +159,7 @@ describe('dashboard: an endpoint\'s requests', () => {
     await signIn(page, t.base, viewer.key, '/endpoints');
     await page.getByRole('link', { name: 'viewed' }).waitFor(LONG);
     assert.equal(await page.getByRole('button', { name: 'Create endpoint' }).count(), 0);
-    assert.match(await page.locator('main').innerText(), /Each endpoint has an ingest URL/);
+    await expectText(page.locator('main'), /Each endpoint has an ingest URL/);
     await page.goto(`${t.base}/endpoints/${ep.id}/requests/${cap.id}`);
     await page.locator('#request-heading').waitFor(LONG);
     for (const name of ['Pause', 'Delete', 'Replay']) assert.equal(await page.getByRole('button', { name, exact: true }).count(), 0, name);
@@ -183,8 +183,8 @@ describe('dashboard: an endpoint\'s requests', () => {
     await signIn(page, t.base, s.key, `/endpoints/${ep.id}/requests/${cap.id}`);
     const forwards = page.locator('.forwards');
     await forwards.locator('.forward', { hasText: 'pending' }).waitFor(LONG);
-    assert.match(await forwards.innerText(), /refreshing until all are final/);
-    assert.match(await forwards.innerText(), /forward_url → https:\/\/receiver\.example\/hook/);
+    await expectText(forwards, /refreshing until all are final/);
+    await expectText(forwards, /forward_url → https:\/\/receiver\.example\/hook/);
     await t.db.query(`update deliveries set status = 'succeeded', attempt_count = 1 where request_id = $1::uuid`, [cap.id]);
     await forwards.locator('.forward', { hasText: 'succeeded' }).waitFor(LONG);
     assert.doesNotMatch(await forwards.innerText(), /refreshing/);

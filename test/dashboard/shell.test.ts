@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ADMIN_TOKEN, call, seedOrg } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
 import { tabTo } from '../helpers/dashboard-keyboard.ts';
 
 /** The dashboard's shell in a real browser: sign-in, the layout, a revoked key, small screens. */
@@ -14,9 +14,9 @@ describe('dashboard shell', () => {
     await page.getByLabel('API key').fill('wr_live_us_not-a-real-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('#signin-error').waitFor();
-    assert.match(await page.locator('#signin-error').innerText(), /key/i);
+    await expectText(page.locator('#signin-error'), /key/i);
     assert.equal(await page.evaluate(`localStorage.getItem('weir.key')`), null);
-    assert.match(await page.locator('main').innerText(), /npx weir keys create/, 'the way to a new key is on the page');
+    await expectText(page.locator('main'), /npx weir keys create/, 'the way to a new key is on the page');
     assert.deepEqual(await seriousA11yViolations(page), []);
     assert.deepEqual(errors, []);
     await page.close();
@@ -26,7 +26,7 @@ describe('dashboard shell', () => {
     const s = await seedOrg(t.db, { email: 'ada@example.com' });
     const { page, errors } = await openDashboardPage(t.browser);
     await signIn(page, t.base, s.key);
-    assert.match(await page.locator('header').innerText(), /ada@example\.com \(super_admin\) · Acme · plan starter/);
+    await expectText(page.locator('header'), /ada@example\.com \(super_admin\) · Acme · plan starter/);
     const nav = page.getByRole('navigation', { name: 'Main' });
     for (const name of ['Endpoints', 'Destinations', 'Incidents', 'Agents', 'Subscriptions', 'Usage', 'API keys', 'Members', 'API reference']) {
       assert.equal(await nav.getByRole('link', { name }).count(), 1, name);

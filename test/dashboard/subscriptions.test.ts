@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
 import { EVENT_TYPES } from '../../src/subscriptions/event-types.ts';
 import { addMemberWithKey, call, seedOrg } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard, waitForFocus } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard, waitForFocus } from '../helpers/browser.ts';
 import { insertEndpoint } from '../helpers/fixtures.ts';
 
 /** The subscriptions page in a real browser (Debian's chromium) against the real API on a real port. */
@@ -42,14 +42,14 @@ describe('dashboard: subscriptions', () => {
     await secret.waitFor();
     const first = await secret.innerText();
     assert.match(first, /^whsec_/);
-    assert.match(await page.locator('.secret').innerText(), /only this once/);
+    await expectText(page.locator('.secret'), /only this once/);
     const listed = (await list(s.key)).data;
     assert.equal(listed.length, 1);
     assert.deepEqual(listed[0].event_types, ['request.captured', 'incident.opened'], 'sent in the API order whatever the ticking order');
     assert.equal(listed[0].endpoint_id, endpoint.id);
     const card = page.getByRole('listitem').filter({ has: page.getByRole('heading', { name: url, exact: true }) });
     await card.waitFor();
-    assert.match(await card.innerText(), /Stripe <i>live<\/i>/, 'the endpoint name stays text');
+    await expectText(card, /Stripe <i>live<\/i>/, 'the endpoint name stays text');
     assert.equal(await page.locator('main b, main i').count(), 0, 'markup in the URL and the name stays text');
     assert.deepEqual(await seriousA11yViolations(page), []);
 
@@ -68,14 +68,14 @@ describe('dashboard: subscriptions', () => {
 
     // rotate: asked inline first, then a new secret shown once, with the 24 h overlap explained
     await card.getByRole('button', { name: 'Rotate secret' }).click();
-    assert.match(await card.getByRole('group').innerText(), /24 hours/);
+    await expectText(card.getByRole('group'), /24 hours/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     await card.getByRole('button', { name: 'Rotate', exact: true }).click();
     await page.locator('.secret', { hasText: 'New signing secret' }).waitFor();
     const second = await secret.innerText();
     assert.match(second, /^whsec_/);
     assert.notEqual(second, first);
-    assert.match(await page.locator('.secret').innerText(), /24 hours/);
+    await expectText(page.locator('.secret'), /24 hours/);
     const rotated = (await call(t.app, 'GET', `/v1/subscriptions/${listed[0].id}`, { key: s.key })).json.data;
     assert.ok(rotated.previous_secret_expires_at, 'the old secret keeps signing for a while');
     await card.getByText(/Old secret/).waitFor();
@@ -120,13 +120,13 @@ describe('dashboard: subscriptions', () => {
     );
     // the list refreshes by itself
     await card.getByText('failing', { exact: true }).waitFor({ timeout: 20_000 });
-    assert.match(await card.innerText(), /Deliveries fail: 502 <script>alert\(1\)<\/script>/);
-    assert.match(await card.innerText(), /5 failed attempts in a row/);
+    await expectText(card, /Deliveries fail: 502 <script>alert\(1\)<\/script>/);
+    await expectText(card, /5 failed attempts in a row/);
     await card.getByRole('button', { name: 'Recent deliveries' }).click();
     const row = card.getByRole('row').filter({ hasText: 'incident.opened' });
     await row.waitFor();
-    assert.match(await row.innerText(), /dead/);
-    assert.match(await row.innerText(), /<img src=x onerror=alert\(1\)>/);
+    await expectText(row, /dead/);
+    await expectText(row, /<img src=x onerror=alert\(1\)>/);
     assert.equal(await page.locator('main img, main script').count(), 0);
     assert.deepEqual(await seriousA11yViolations(page), []);
 
@@ -134,7 +134,7 @@ describe('dashboard: subscriptions', () => {
     await page.getByLabel('Event type').selectOption('incident.opened');
     await page.getByRole('button', { name: 'Show sample' }).click();
     await page.getByText('A fixed example (nothing real').waitFor();
-    assert.match(await page.locator('main pre').last().innerText(), /"type": "incident.opened"/);
+    await expectText(page.locator('main pre').last(), /"type": "incident.opened"/);
     assert.deepEqual(errors, []);
     await page.close();
   });
@@ -151,7 +151,7 @@ describe('dashboard: subscriptions', () => {
     await page.getByRole('heading', { name: 'https://hooks.example.com/kept' }).waitFor();
     assert.equal(await page.getByRole('button', { name: 'Delete' }).count(), 0);
     assert.equal(await page.getByRole('button', { name: 'Create subscription' }).count(), 0);
-    assert.match(await page.locator('main').innerText(), /can list subscriptions but not create or delete them/);
+    await expectText(page.locator('main'), /can list subscriptions but not create or delete them/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     await page.close();
 
@@ -164,7 +164,7 @@ describe('dashboard: subscriptions', () => {
     await card.getByRole('button', { name: 'Delete' }).click();
     await card.getByRole('button', { name: 'Delete subscription' }).click();
     await card.getByRole('alert').filter({ hasText: /subscriptions\.manage|permission/ }).waitFor();
-    assert.match(await card.getByRole('alert').innerText(), /Ask an admin/);
+    await expectText(card.getByRole('alert'), /Ask an admin/);
     assert.equal((await list(s.key)).meta.count, 1, 'nothing was deleted');
     assert.deepEqual(errors, []);
     await p2.close();

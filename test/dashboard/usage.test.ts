@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { addMemberWithKey, call, seedOrg } from '../helpers/app.ts';
-import { horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, openDashboardPage, seriousA11yViolations, signIn, useDashboard } from '../helpers/browser.ts';
 import { insertCaptures, insertEndpoint } from '../helpers/fixtures.ts';
 
 /** The usage page in a real browser against the real API: figures, limits, per day, all as text. */
@@ -17,21 +17,21 @@ describe('dashboard: usage', () => {
     const totals = page.locator('#usage-totals-table');
     await totals.waitFor();
     // the old view's figures: captures this month and last, endpoints against the plan
-    assert.match(await totals.getByRole('row', { name: /^Captures/ }).innerText(), /Captures\s+2\s+0/);
-    assert.match(await totals.getByRole('row', { name: /Bytes captured/ }).innerText(), /5 B\s+0 B/);
+    await expectText(totals.getByRole('row', { name: /^Captures/ }), /Captures\s+2\s+0/);
+    await expectText(totals.getByRole('row', { name: /Bytes captured/ }), /5 B\s+0 B/);
     const limits = page.getByRole('region', { name: 'Plan limits' });
-    assert.match(await limits.innerText(), /Endpoints\s+1 of 50 endpoints used \(2 %\)/);
-    assert.match(await limits.innerText(), /Production agents\s+0 of 3 agents used \(0 %\)/);
-    assert.match(await limits.innerText(), /Retention\s+30 days: 2 captures stored now/);
-    assert.match(await limits.innerText(), /Incident replay\s+included in this plan/);
-    assert.match(await limits.innerText(), /up to 5 per endpoint/);
+    await expectText(limits, /Endpoints\s+1 of 50 endpoints used \(2 %\)/);
+    await expectText(limits, /Production agents\s+0 of 3 agents used \(0 %\)/);
+    await expectText(limits, /Retention\s+30 days: 2 captures stored now/);
+    await expectText(limits, /Incident replay\s+included in this plan/);
+    await expectText(limits, /up to 5 per endpoint/);
     // per day: the chart says its total and peak in words; the table has every day
     const perDay = page.getByRole('region', { name: 'Per day' });
-    assert.match(await perDay.getByRole('figure').first().innerText(), /Captures: 2 this period, most on \w+ \d+ \(2\)/);
+    await expectText(perDay.getByRole('figure').first(), /Captures: 2 this period, most on \w+ \d+ \(2\)/);
     await perDay.getByText("Every day's figures").click();
     const days = perDay.locator('#usage-days-table tbody tr');
     assert.equal(await days.count(), new Date().getUTCDate());
-    assert.match(await days.first().innerText(), /\s2\s+5 B\s+0\s+0\s+0/);
+    await expectText(days.first(), /\s2\s+5 B\s+0\s+0\s+0/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     assert.deepEqual(errors, []);
     await page.close();
@@ -45,9 +45,9 @@ describe('dashboard: usage', () => {
     await signIn(page, t.base, s.key, '/usage');
     const limits = page.getByRole('region', { name: 'Plan limits' });
     await limits.waitFor();
-    assert.match(await limits.innerText(), new RegExp(`${max} of ${max} endpoints used \\(100 %\\)`));
-    assert.match(await limits.innerText(), /Limit reached: creating another endpoint is refused/);
-    assert.match(await limits.innerText(), /Incident replay\s+not included in this plan/);
+    await expectText(limits, new RegExp(`${max} of ${max} endpoints used \\(100 %\\)`));
+    await expectText(limits, /Limit reached: creating another endpoint is refused/);
+    await expectText(limits, /Incident replay\s+not included in this plan/);
     // the API agrees: the next endpoint is refused
     const refused = await call(t.app, 'POST', '/v1/endpoints', { key: s.key, body: { name: 'one too many' } });
     assert.equal(refused.json.error.code, 'plan_limit');
@@ -64,7 +64,7 @@ describe('dashboard: usage', () => {
     await signIn(page, t.base, narrow.key, '/usage');
     const alert = page.getByRole('main').getByRole('alert');
     await alert.waitFor();
-    assert.match(await alert.innerText(), /usage:read/);
+    await expectText(alert, /usage:read/);
     assert.deepEqual(await seriousA11yViolations(page), []);
     assert.deepEqual(errors, []);
     await page.close();

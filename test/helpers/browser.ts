@@ -1,15 +1,36 @@
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { useTestApp, type UsedTestApp } from './app.ts';
 
-/** Debian's chromium, headless, quiet (no background network, no updates). */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+/**
+ * Debian's chromium, headless, quiet (no background network, no updates).
+ *
+ * With WEIR_TEST_SLOW_API_MS=N every API request the pages make is held N ms
+ * before it goes out: a slow server on demand, which shows a test that reads
+ * the page before its fetches have answered (`npm run test:dashboard-slow`).
+ */
+export async function launchChromium(): Promise<Browser> {
+  const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+  const delay = Number(process.env.WEIR_TEST_SLOW_API_MS ?? 0);
+  if (delay > 0) {
+    // browser.newPage() makes its context through browser.newContext(), so this covers both
+    const newContext = browser.newContext.bind(browser);
+    browser.newContext = async (options) => {
+      const context = await newContext(options);
+      await context.route(/\/v1\//, async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        await route.continue().catch(() => {}); // the page may have gone meanwhile
+      });
+      return context;
+    };
+  }
+  return browser;
 }
 
 /**
@@ -95,4 +116,24 @@ export async function waitForFocus(page: Page, text: string, opts: { within?: st
     { want: text, within: opts.within ?? '' },
     { timeout: opts.timeout },
   );
+}
+
+/**
+ * Waits until `locator`'s text matches `want` (a pattern, or the exact text)
+ * and answers it; when it never does, fails with the text it last had. Every
+ * read of what a page shows goes through this: the page renders after its
+ * fetches answer, and a single read right after an action races them (CI
+ * once read "Loading…" where the empty list was about to appear).
+ */
+export async function expectText(locator: Locator, want: RegExp | string, message?: string, timeout = 20_000): Promise<string> {
+  const deadline = Date.now() + timeout;
+  const matches = (text: string) => (typeof want === 'string' ? text === want : want.test(text));
+  let text = await locator.innerText({ timeout });
+  while (!matches(text) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    text = await locator.innerText({ timeout: Math.max(1, deadline - Date.now()) });
+  }
+  if (typeof want === 'string') assert.equal(text, want, message);
+  else assert.match(text, want, message);
+  return text;
 }
