@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../db/db.ts';
+import { LeanHistogram } from './lean-histogram.ts';
 
 /** Why the ingest listener refused a capture; a closed set, so the label stays bounded. */
 export type RefusalReason = 'not_found' | 'too_large' | 'paused' | 'overloaded' | 'malformed';
@@ -7,7 +8,7 @@ const REFUSAL_REASONS: readonly RefusalReason[] = ['not_found', 'too_large', 'pa
 const DESTINATION_TYPES = ['https', 'agent'] as const;
 const OUTCOMES = ['succeeded', 'pending', 'failed'] as const;
 
-/** The hooks of the capture path: every one is an increment or one histogram observation on a pre-bound child, no allocation per request. */
+/** The hooks of the capture path: every one is an increment or one histogram observation, with no allocation per request. */
 export interface IngestMetrics {
   acknowledged(seconds: number): void;
   refused(reason: RefusalReason): void;
@@ -49,13 +50,23 @@ export class WeirMetrics {
     const sources = this.sources;
     collectDefaultMetrics({ register: r });
 
-    const captures = new Counter({ name: 'weir_captures_acknowledged_total', help: 'Captures committed and answered 200.', registers: [r] });
     const refusals = new Counter({ name: 'weir_captures_refused_total', help: 'Capture requests refused, by reason.', labelNames: ['reason'], registers: [r] });
-    const ackLatency = new Histogram({
-      name: 'weir_capture_ack_seconds',
-      help: 'Time from a capture request reaching Weir to its acknowledgement (body read, group committed).',
-      buckets: LATENCY_BUCKETS,
+    // once per capture: the lean kind (lean-histogram.ts), not prom-client's
+    const ackLatency = new LeanHistogram(
+      'weir_capture_ack_seconds',
+      'Time from a capture request reaching Weir to its acknowledgement (body read, group committed).',
+      LATENCY_BUCKETS,
+      r,
+    );
+    // every acknowledged capture is one latency observation: the counter is read from it when scraped
+    new Counter({
+      name: 'weir_captures_acknowledged_total',
+      help: 'Captures committed and answered 200.',
       registers: [r],
+      collect() {
+        this.reset();
+        this.inc(ackLatency.count);
+      },
     });
     const groups = new Histogram({
       name: 'weir_capture_group_size',
@@ -66,10 +77,7 @@ export class WeirMetrics {
     const refusedBy = Object.fromEntries(REFUSAL_REASONS.map((reason) => [reason, refusals.labels(reason)])) as Record<RefusalReason, Counter>;
     for (const reason of REFUSAL_REASONS) refusals.labels(reason).inc(0);
     this.ingest = {
-      acknowledged: (seconds) => {
-        captures.inc();
-        ackLatency.observe(seconds);
-      },
+      acknowledged: (seconds) => ackLatency.observe(seconds),
       refused: (reason) => refusedBy[reason].inc(),
       group: (size) => groups.observe(size),
     };
