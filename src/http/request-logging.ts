@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { PAGE_PREFIXES } from '../dashboard/routes.ts';
 
-const DASHBOARD_FILE = /^\/(?:$|favicon\.ico|dashboard\/|(?:endpoints|destinations|incidents|agents|subscriptions|usage|keys|members)(?:[/?]|$))/;
+const DASHBOARD_FILE = new RegExp(`^/(?:$|favicon\\.ico|dashboard/|(?:${PAGE_PREFIXES.join('|')})(?:[/?]|$))`);
 
 /**
  * The dashboard's own traffic: its files and pages, and the reads it makes
