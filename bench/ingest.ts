@@ -325,13 +325,12 @@ async function main(): Promise<void> {
           const pair = round % 2 === 0 ? [targets[i + 1], targets[i]] : [targets[i], targets[i + 1]];
           settle();
           await Promise.all(pair.map((t) => load(t.url, WARMUP_SECONDS)));
-          const cpuBefore = pair.map((t) => cpuSeconds(t.pid));
-          const ms = await Promise.all(pair.map((t) => load(t.url, SECONDS)));
-          const line: string[] = [];
-          pair.forEach((t, k) => {
-            const cpu = PROC && ms[k].requests > 0 ? ((cpuSeconds(t.pid) - cpuBefore[k]) * 1e6) / ms[k].requests : NaN;
-            sideBySide.set(t.name, [...(sideBySide.get(t.name) ?? []), { rps: ms[k].rps, cpu }]);
-            line.push(`${t.name} ${ms[k].rps.toFixed(0)} req/s, server CPU ${cpu.toFixed(1)} µs/capture, errors ${ms[k].errors + ms[k].timeouts}, non-2xx ${ms[k].non2xx}`);
+          // (measured()'s PostgreSQL and load-generator figures mix both of the pair here: only the server's is used)
+          const runs = await Promise.all(pair.map((t) => measured(t, () => load(t.url, SECONDS))));
+          const line = pair.map((t, k) => {
+            const { m, cpu } = runs[k];
+            sideBySide.set(t.name, [...(sideBySide.get(t.name) ?? []), { rps: m.rps, cpu: cpu?.server ?? NaN }]);
+            return `${t.name} ${m.rps.toFixed(0)} req/s, server CPU ${(cpu?.server ?? NaN).toFixed(1)} µs/capture, errors ${m.errors + m.timeouts}, non-2xx ${m.non2xx}`;
           });
           console.log(`side by side ${round}  ${line.join('  |  ')}`);
         }
