@@ -144,10 +144,13 @@ describe('dashboard: members', () => {
     const s = await seedOrg(t.db, { email: 'a-rather-long-address-for-a-phone@example.com' });
     const { page, errors } = await openDashboardPage(t.browser, { width: 360, height: 740 });
     await signIn(page, t.base, s.key, '/members');
+    // the list first: keys pressed while it arrives and renders race it (CI once saw the role stay developer)
+    await page.locator('#members-table').getByRole('row').filter({ hasText: 'a-rather-long-address-for-a-phone@example.com' }).waitFor();
     const invite = page.getByRole('region', { name: 'Invite a member' });
     await invite.getByLabel('Email').focus();
     await page.keyboard.type('kb@example.com');
     await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate('document.activeElement?.id'), 'invite-role', 'Tab from Email reaches the role');
     await page.keyboard.press('ArrowUp'); // developer -> viewer
     assert.equal(await invite.getByLabel('Role').inputValue(), 'viewer');
     await page.keyboard.press('Tab');
