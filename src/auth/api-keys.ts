@@ -3,7 +3,8 @@ import { newId } from '../db/ids.ts';
 import { recordAudit, type Actor } from './audit.ts';
 import { AUTH_CHANNEL } from './authenticate.ts';
 import { displayPrefix, generateKey, hashKey } from './key-format.ts';
-import { outranks, scopeSetProblem, type AccessMode, type Role } from './permissions.ts';
+import { grantProblem } from './grants.ts';
+import { scopeSetProblem, type AccessMode, type Role } from './permissions.ts';
 
 export interface ApiKey {
   id: string;
@@ -62,9 +63,8 @@ export async function createApiKey(
   const owner = owners[0];
   if (!owner) return { ok: false, reason: 'member_not_found' };
   if (!owner.active) return { ok: false, reason: 'invalid', message: 'The member is deactivated; reactivate them before creating a key.' };
-  if (actorRole !== undefined && outranks(owner.role, actorRole)) {
-    return { ok: false, reason: 'escalation', message: `A ${actorRole} cannot create keys for a ${owner.role}.` };
-  }
+  const refused = grantProblem(actorRole, { kind: 'key', ownerRole: owner.role, verb: 'create' });
+  if (refused) return { ok: false, reason: 'escalation', message: refused };
   const key = generateKey(owner.region);
   const { rows } = await db.query<ApiKey>(
     `insert into api_keys (id, organization_id, member_id, name, key_hash, display_prefix, access_mode, scopes, expires_at, created_by)
@@ -135,30 +135,82 @@ export async function revokeApiKey(db: Queryable, id: string, actor: Actor, orga
   return apiKey;
 }
 
-export type UpdateScopesResult = { ok: true; apiKey: ApiKey } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'invalid'; message: string };
+export type UpdateKeyResult =
+  | { ok: true; apiKey: ApiKey }
+  | { ok: false; reason: 'not_found' }
+  | { ok: false; reason: 'invalid'; message: string }
+  | { ok: false; reason: 'escalation'; message: string };
 
-/** Changes a key's access mode and scopes (the dashboard's "edit key"). */
+/** A change to a key: its access (mode and scopes together), its expiry (null: never), or both. */
+export interface KeyPatch {
+  access?: { accessMode: AccessMode; scopes: string[] };
+  expiresAt?: Date | null;
+}
+
+/**
+ * Changes a key's access mode and scopes and/or its expiry (the dashboard's
+ * "edit key"); run it in a transaction. It passes the same rules as creating
+ * the key: a valid scope set, an expiry in the future, and the rank rule of
+ * grants.ts against the key's owner (`actorRole`, absent for the operator),
+ * so an admin cannot widen or extend a super_admin's key.
+ */
+export async function updateApiKey(
+  db: Queryable,
+  id: string,
+  patch: KeyPatch,
+  actor: Actor,
+  opts: { organizationId?: string; actorRole?: Role } = {},
+): Promise<UpdateKeyResult> {
+  if (patch.access) {
+    const problem = scopeSetProblem(patch.access.accessMode, patch.access.scopes);
+    if (problem) return { ok: false, reason: 'invalid', message: problem };
+  }
+  if (patch.expiresAt && patch.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'invalid', message: 'Field "expires_at" must be in the future.' };
+  // The owner's role is read under the key's row lock, so the check and the write see one state.
+  const { rows: found } = await db.query<{ owner_role: Role }>(
+    `select m.role as owner_role from api_keys k join members m on m.id = k.member_id
+      where k.id = $1::uuid and ($2::uuid is null or k.organization_id = $2::uuid) and k.revoked_at is null
+      for update of k`,
+    [id, opts.organizationId ?? null],
+  );
+  if (!found[0]) return { ok: false, reason: 'not_found' };
+  const refused = grantProblem(opts.actorRole, { kind: 'key', ownerRole: found[0].owner_role, verb: 'change' });
+  if (refused) return { ok: false, reason: 'escalation', message: refused };
+  const { access } = patch;
+  const { rows } = await db.query<ApiKey>(
+    `update api_keys set access_mode = coalesce($2, access_mode), scopes = coalesce($3::text[], scopes),
+                         expires_at = case when $4::boolean then $5::timestamptz else expires_at end
+      where id = $1::uuid
+      returning ${COLUMNS}`,
+    [
+      id,
+      access?.accessMode ?? null,
+      access ? (access.accessMode === 'custom' ? [...new Set(access.scopes)] : []) : null,
+      patch.expiresAt !== undefined,
+      patch.expiresAt ?? null,
+    ],
+  );
+  const apiKey = rows[0];
+  if (access) {
+    await recordAudit(db, apiKey.organization_id, actor, 'api_key.access_changed', { type: 'api_key', id, name: apiKey.name }, {
+      access_mode: apiKey.access_mode,
+      scopes: apiKey.scopes,
+    });
+  }
+  if (patch.expiresAt !== undefined) {
+    await recordAudit(db, apiKey.organization_id, actor, 'api_key.expiry_changed', { type: 'api_key', id, name: apiKey.name }, { expires_at: apiKey.expires_at });
+  }
+  await notify(db, AUTH_CHANNEL, `key:${id}`);
+  return { ok: true, apiKey };
+}
+
+/** Changes a key's access mode and scopes: updateApiKey with access only. */
 export async function updateApiKeyAccess(
   db: Queryable,
   id: string,
   access: { accessMode: AccessMode; scopes: string[] },
   actor: Actor,
-  organizationId?: string,
-): Promise<UpdateScopesResult> {
-  const problem = scopeSetProblem(access.accessMode, access.scopes);
-  if (problem) return { ok: false, reason: 'invalid', message: problem };
-  const { rows } = await db.query<ApiKey>(
-    `update api_keys set access_mode = $3, scopes = $4::text[]
-      where id = $1::uuid and ($2::uuid is null or organization_id = $2::uuid) and revoked_at is null
-      returning ${COLUMNS}`,
-    [id, organizationId ?? null, access.accessMode, access.accessMode === 'custom' ? [...new Set(access.scopes)] : []],
-  );
-  const apiKey = rows[0];
-  if (!apiKey) return { ok: false, reason: 'not_found' };
-  await recordAudit(db, apiKey.organization_id, actor, 'api_key.access_changed', { type: 'api_key', id, name: apiKey.name }, {
-    access_mode: apiKey.access_mode,
-    scopes: apiKey.scopes,
-  });
-  await notify(db, AUTH_CHANNEL, `key:${id}`);
-  return { ok: true, apiKey };
+  opts: { organizationId?: string; actorRole?: Role } = {},
+): Promise<UpdateKeyResult> {
+  return updateApiKey(db, id, { access }, actor, opts);
 }

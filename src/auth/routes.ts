@@ -3,7 +3,7 @@ import type { AppDeps } from '../http/app.ts';
 import { badRequest, forbidden, notFound } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId, uuidSchema } from '../http/schemas.ts';
-import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKeyAccess } from './api-keys.ts';
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey, type KeyPatch } from './api-keys.ts';
 import { listAudit } from './audit.ts';
 import { authResponses as R } from './responses.ts';
 import { keyAccessSchema, keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from './present.ts';
@@ -86,20 +86,41 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
     },
   );
 
-  app.patch<{ Params: { id: string }; Body: { access_mode: AccessMode; scopes?: string[] } }>(
+  // Editing a key passes the rules creating it would (src/auth/grants.ts): an
+  // admin cannot widen, narrow or extend a super_admin's key.
+  app.patch<{ Params: { id: string }; Body: { access_mode?: AccessMode; scopes?: string[]; expires_at?: string | null } }>(
     '/api-keys/:id',
     {
       config: { auth: { fullAccessOnly: true, permission: 'api_keys.manage' } },
-      schema: { params: idParams, body: { type: 'object', additionalProperties: false, required: ['access_mode'], properties: keyAccessSchema }, response: R.keyUpdated },
+      schema: {
+        params: idParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          minProperties: 1,
+          dependencies: { scopes: ['access_mode'] },
+          properties: { ...keyAccessSchema, expires_at: keyCreateSchema.properties.expires_at },
+        },
+        response: R.keyUpdated,
+      },
     },
     async (request) => {
       const id = pathId(request.params.id, 'API key');
       const a = request.auth;
+      const body = request.body;
+      const expiresAt = parseExpiry(body.expires_at);
+      if (expiresAt === 'invalid') throw badRequest('Field "expires_at" must be an ISO 8601 timestamp with a time zone.');
+      const patch: KeyPatch = {
+        ...(body.access_mode ? { access: { accessMode: body.access_mode, scopes: body.scopes ?? [] } } : {}),
+        // null (or a timestamp) is a change; an absent field is not
+        ...('expires_at' in body ? { expiresAt: expiresAt ?? null } : {}),
+      };
       const result = await authenticator.commitChange((tx) =>
-        updateApiKeyAccess(tx, id, { accessMode: request.body.access_mode, scopes: request.body.scopes ?? [] }, { type: 'member', memberId: a.memberId }, a.organizationId),
+        updateApiKey(tx, id, patch, { type: 'member', memberId: a.memberId }, { organizationId: a.organizationId, actorRole: a.role }),
       );
       if (!result.ok) {
         if (result.reason === 'not_found') throw notFound(`API key ${id} not found or revoked.`);
+        if (result.reason === 'escalation') throw forbidden(result.message);
         throw badRequest(result.message);
       }
       return { data: presentApiKey(result.apiKey) };

@@ -2,7 +2,8 @@ import { notify, type Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { AUTH_CHANNEL } from '../auth/authenticate.ts';
 import { recordAudit, type Actor } from '../auth/audit.ts';
-import { outranks, type Role } from '../auth/permissions.ts';
+import { grantProblem } from '../auth/grants.ts';
+import type { Role } from '../auth/permissions.ts';
 import { lockOrganization } from './organizations.ts';
 import { hashPassword } from './passwords.ts';
 
@@ -65,11 +66,6 @@ export async function listMembers(db: Queryable, organizationId: string, limit: 
   return rows;
 }
 
-/** Whether a member of role `actor` may give someone role `role`: never above their own. */
-export function mayGrantRole(actor: Role, role: Role): boolean {
-  return !outranks(role, actor);
-}
-
 export type UpdateMemberResult =
   | { ok: true; member: Member }
   | { ok: false; reason: 'not_found' }
@@ -100,15 +96,8 @@ export async function updateMember(
   // still standing; the member is read again under the lock.
   await lockOrganization(db, found.organization_id);
   const before = (await getMember(db, id)) ?? found;
-  const { actorRole } = opts;
-  if (actorRole !== undefined) {
-    if (outranks(before.role, actorRole)) {
-      return { ok: false, reason: 'escalation', message: `A ${actorRole} cannot change a ${before.role}.` };
-    }
-    if (patch.role !== undefined && !mayGrantRole(actorRole, patch.role)) {
-      return { ok: false, reason: 'escalation', message: `A ${actorRole} cannot grant the role ${patch.role}.` };
-    }
-  }
+  const refused = grantProblem(opts.actorRole, { kind: 'member', currentRole: before.role, newRole: patch.role });
+  if (refused) return { ok: false, reason: 'escalation', message: refused };
   const losesSuperAdmin =
     before.role === 'super_admin' && before.active && ((patch.role !== undefined && patch.role !== 'super_admin') || patch.active === false);
   if (losesSuperAdmin) {

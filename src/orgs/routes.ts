@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { grantProblem } from '../auth/grants.ts';
 import type { Role } from '../auth/permissions.ts';
 import type { AppDeps } from '../http/app.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
-import { createMember, getMember, isEmail, listMembers, mayGrantRole, updateMember, type Member, type UpdateMemberResult } from './members.ts';
+import { createMember, getMember, isEmail, listMembers, updateMember, type Member, type UpdateMemberResult } from './members.ts';
 import { memberInviteSchema, memberPatchSchema, presentMember } from './present.ts';
 import { memberResponses as R } from './responses.ts';
 
@@ -64,7 +65,8 @@ export function memberRoutes(app: FastifyInstance, { db, authenticator }: AppDep
       const a = request.auth;
       const email = checkedEmail(request.body.email);
       const { role } = request.body;
-      if (!mayGrantRole(a.role, role)) throw forbidden(`A ${a.role} cannot invite a ${role}.`);
+      const refused = grantProblem(a.role, { kind: 'member', newRole: role });
+      if (refused) throw forbidden(refused);
       const result = await db.transaction((tx) =>
         createMember(tx, { organizationId: a.organizationId, email, role }, { type: 'member', memberId: a.memberId }),
       );

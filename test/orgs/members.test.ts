@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createMember, mayGrantRole, updateMember } from '../../src/orgs/members.ts';
+import { grantProblem } from '../../src/auth/grants.ts';
+import type { Role } from '../../src/auth/permissions.ts';
+import { createMember, updateMember } from '../../src/orgs/members.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { hashPassword, verifyPassword } from '../../src/orgs/passwords.ts';
 import { DEFAULT_PLANS, mergePlans } from '../../src/orgs/plans.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
+
+const mayGrantRole = (actor: Role, role: Role) => grantProblem(actor, { kind: 'member', newRole: role }) === undefined;
 
 let tdb: TestDb;
 
