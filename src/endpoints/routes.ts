@@ -5,8 +5,9 @@ import { idParams, pathId } from '../http/schemas.ts';
 import { endpointResponses as R } from './responses.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, updateEndpoint, type Endpoint } from './endpoints.ts';
 
-// Types only: lengths, the https:// rule and NUL characters are the domain's
-// (endpoints.ts), so every caller gets the same rules and messages.
+// Types only: lengths and the https:// rule are the domain's (endpoints.ts),
+// so every caller gets the same rules and messages; NUL characters are
+// refused for every route by src/http/input-guard.ts.
 const nullableString = { type: ['string', 'null'] } as const;
 const createBody = {
   type: 'object',

@@ -18,10 +18,6 @@ function chars(s: string): number {
   return n;
 }
 
-// PostgreSQL text cannot hold U+0000; refusing it here turns what would be a
-// driver error (a 500) into a 400 that names the field.
-const hasNul = (s: string) => s.includes('\u0000');
-
 /** Why a forward_url is unacceptable, or undefined. The specification's rule: it must start with https://. */
 export function forwardUrlProblem(url: string): string | undefined {
   return httpsTargetUrlProblem(url, 'forward_url', { httpsHint: ' (or be null to disable forwarding)', refuseCredentials: true });
@@ -32,11 +28,9 @@ export function endpointInputProblem(input: EndpointFields): string | undefined 
   if (input.name !== undefined) {
     const n = chars(input.name);
     if (n < 1 || n > NAME_MAX) return `Field "name" must be 1-${NAME_MAX} characters long (got ${n}).`;
-    if (hasNul(input.name)) return 'Field "name" must not contain NUL characters.';
   }
   if (typeof input.description === 'string') {
     if (chars(input.description) > DESCRIPTION_MAX) return `Field "description" must be at most ${DESCRIPTION_MAX} characters long.`;
-    if (hasNul(input.description)) return 'Field "description" must not contain NUL characters.';
   }
   if (typeof input.forwardUrl === 'string') return forwardUrlProblem(input.forwardUrl);
   return undefined;

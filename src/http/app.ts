@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { WeirMetrics } from '../metrics/metrics.ts';
 import { ApiError, errorBody, serviceUnavailable, type ErrorBody } from './errors.ts';
+import { installInputGuard } from './input-guard.ts';
 import { openApiRoutes, registerOpenApi } from './openapi.ts';
 import { WeirLogController } from './request-logging.ts';
 import { installRouteAuth } from './route-auth.ts';
@@ -140,6 +141,8 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
   });
 
   app.setErrorHandler((err, request, reply) => sendError(err, request, reply));
+  // NUL, lone surrogates and deep nesting, refused once for every route (src/http/input-guard.ts).
+  installInputGuard(app);
 
   app.setNotFoundHandler((request, reply) => {
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
