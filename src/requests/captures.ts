@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
-import { idTime } from './capture-ids.ts';
+import { idTimestamp, isoTime } from './capture-ids.ts';
 
 /** One HTTP request as captured on an ingestion URL. */
 export interface Capture {
@@ -46,7 +46,7 @@ export async function getCapture(db: Queryable, organizationId: string, id: stri
   const { rows } = await db.query<CaptureSummary & { body_hex: string }>(
     `select ${SUMMARY}, encode(body, 'hex') as body_hex from captured_requests
       where id = $1::uuid and received_at = $2::timestamptz and organization_id = $3::uuid`,
-    [id, new Date(idTime(id)).toISOString(), organizationId],
+    [id, idTimestamp(id), organizationId],
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -81,10 +81,10 @@ export function capturePageStatement(organizationId: string, endpointId: string,
   const params: unknown[] = [endpointId, organizationId];
   const p = (v: unknown) => `$${params.push(v)}`;
   const where = ['endpoint_id = $1::uuid', 'organization_id = $2::uuid'];
-  if (f.before) where.push(`id < ${p(f.before)}::uuid`, `received_at <= ${p(new Date(idTime(f.before)).toISOString())}::timestamptz`);
+  if (f.before) where.push(`id < ${p(f.before)}::uuid`, `received_at <= ${p(idTimestamp(f.before))}::timestamptz`);
   if (f.methods?.length) where.push(`method = any(${p(f.methods)}::text[])`);
-  if (f.since) where.push(`received_at >= ${p(f.since.toISOString())}::timestamptz`);
-  if (f.until) where.push(`received_at < ${p(f.until.toISOString())}::timestamptz`);
+  if (f.since) where.push(`received_at >= ${p(isoTime(f.since.getTime()))}::timestamptz`);
+  if (f.until) where.push(`received_at < ${p(isoTime(f.until.getTime()))}::timestamptz`);
   if (f.q) {
     const like = p('%' + f.q.replace(/[\\%_]/g, '\\$&') + '%');
     where.push(`(exists (select 1 from jsonb_array_elements(headers) h where h->>0 ilike ${like} or h->>1 ilike ${like})
@@ -123,7 +123,7 @@ export async function capturesBetween(db: Queryable, endpointIds: readonly strin
       where endpoint_id = any($1::uuid[]) and id > $2::uuid and id < $3::uuid
         and received_at >= $4::timestamptz and received_at <= $5::timestamptz
       order by id limit $6`,
-    [endpointIds, after, before, new Date(idTime(after)).toISOString(), new Date(idTime(before)).toISOString(), limit],
+    [endpointIds, after, before, idTimestamp(after), idTimestamp(before), limit],
   );
   return rows.map(({ body_hex, ...rest }) => ({ ...rest, body: Buffer.from(body_hex, 'hex') }));
 }

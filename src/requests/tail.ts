@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
-import { idFloor, idTime } from './capture-ids.ts';
+import { idFloor, idTime, idTimestamp } from './capture-ids.ts';
 import type { CaptureSummary } from './captures.ts';
 
 const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
@@ -21,7 +21,7 @@ export async function capturesAfter(db: Db, organizationId: string, endpointId: 
     `select ${SUMMARY} from captured_requests
       where endpoint_id = $1::uuid and organization_id = $2::uuid and id > $3::uuid and received_at >= $4::timestamptz
       order by id limit $5`,
-    [endpointId, organizationId, afterId, new Date(idTime(afterId)).toISOString(), limit],
+    [endpointId, organizationId, afterId, idTimestamp(afterId), limit],
   );
   return rows;
 }
