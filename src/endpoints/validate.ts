@@ -20,7 +20,7 @@ function chars(s: string): number {
 
 /** Why a forward_url is unacceptable, or undefined. The specification's rule: it must start with https://. */
 export function forwardUrlProblem(url: string): string | undefined {
-  return httpsTargetUrlProblem(url, 'forward_url', { httpsHint: ' (or be null to disable forwarding)', refuseCredentials: true });
+  return httpsTargetUrlProblem(url, 'forward_url', { httpsHint: ' (or be null to disable forwarding)' });
 }
 
 /** The endpoint rules of the specification; the first broken one as a sentence, or undefined. */

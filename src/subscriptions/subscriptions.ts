@@ -65,7 +65,7 @@ export type CreateResult =
 
 /** Why a subscription's fields are refused, or undefined. */
 export function subscriptionProblem(s: Pick<NewSubscription, 'targetUrl' | 'eventTypes'>): string | undefined {
-  const url = httpsTargetUrlProblem(s.targetUrl, 'target_url', { refuseCredentials: true });
+  const url = httpsTargetUrlProblem(s.targetUrl, 'target_url');
   if (url) return url;
   if (s.eventTypes.length === 0) return `Field "event_types" must list at least one of ${EVENT_TYPES.join(', ')}.`;
   const unknown = s.eventTypes.filter((t) => !isEventType(t));

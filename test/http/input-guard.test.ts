@@ -44,7 +44,7 @@ describe('every text field through the real app answers 400 bad_request, and sto
     const cases: [string, 'GET' | 'POST' | 'PATCH', string, unknown, Record<string, string>?][] = [
       ['destination name (create)', 'POST', '/v1/destinations', { name: nul, url: 'https://example.com/hook' }],
       ['destination name (PATCH)', 'PATCH', `/v1/destinations/${dest.id}`, { name: nul }],
-      ['destination name (attach)', 'POST', `/v1/endpoints/${ep.id}/destinations`, { name: nul, url: 'https://example.com/hook' }],
+      ['destination name (attach)', 'POST', `/v1/endpoints/${ep.id}/destinations`, { destination_id: dest.id, name: nul }],
       ['agent name (create)', 'POST', '/v1/agents', { name: nul }],
       ['agent name (PATCH)', 'PATCH', `/v1/agents/${agent.id}`, { name: nul }],
       ['member email', 'POST', '/v1/members', { email: `x${nul}@example.com`, role: 'viewer' }],
