@@ -81,8 +81,32 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
 }
 
-/** GET /v1/openapi.json (no key) and the reference page at /reference. */
+/**
+ * The reference page's Content-Security-Policy. The page shares its origin
+ * with the dashboard, which keeps the API key in localStorage, so a script
+ * injected into it could read the key: it runs only Swagger UI's own files
+ * ('self', no inline script), fetches only this origin (the document and
+ * "Try it out"), may not be framed (clickjacking), and posts no forms.
+ * Swagger UI sets element styles from script and renders descriptions with
+ * inline style attributes, hence 'unsafe-inline' for styles only (styles
+ * cannot read the key). The validator badge is off (validatorUrl: null), so
+ * no image comes from elsewhere.
+ */
+export const REFERENCE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; " +
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'";
+
+/** GET /v1/openapi.json (no key) and the reference page at /reference, with its security headers. */
 export async function openApiRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.header('cache-control', 'no-cache').send(app.swagger()));
-  await app.register(swaggerUi, { routePrefix: '/reference', uiConfig: { url: '/v1/openapi.json' } as never });
+  await app.register(async (scope) => {
+    scope.addHook('onSend', async (_request, reply) => {
+      reply
+        .header('content-security-policy', REFERENCE_CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('x-frame-options', 'DENY')
+        .header('referrer-policy', 'no-referrer');
+    });
+    await scope.register(swaggerUi, { routePrefix: '/reference', uiConfig: { url: '/v1/openapi.json', validatorUrl: null } as never });
+  });
 }
