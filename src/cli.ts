@@ -131,9 +131,13 @@ try {
       process.exit();
       break;
     }
-    default:
-      process.stderr.write(USAGE + '\n');
-      process.exitCode = command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+    default: {
+      // Help that was asked for goes to stdout (`weir --help | less`); a
+      // mistake's usage goes to stderr.
+      const asked = command === '--help' || command === '-h';
+      (asked ? process.stdout : process.stderr).write(USAGE + '\n');
+      process.exitCode = command === undefined || asked ? 0 : 2;
+    }
   }
 } catch (err) {
   process.stderr.write(`weir: ${(err as Error).message}\n`);

@@ -1,7 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { DEFAULT_PLANS, loadPlansFile, type PlanTable } from './orgs/plans.ts';
+import { bootstrapPlan, DEFAULT_PLANS, loadPlans, type PlanName, type PlanTable } from './orgs/plans.ts';
 
 /** Every setting Weir reads, typed and validated in one place (see README "Configuration"). */
 export interface Config {
@@ -18,6 +18,8 @@ export interface Config {
   allowPrivateDestinations: boolean;
   asnDb: string | undefined;
   plans: PlanTable;
+  /** Plan of the organization the first start creates (orgs/plans.ts bootstrapPlan). */
+  bootstrapPlan: PlanName;
   maxBodyBytes: number;
   trustedProxies: string[];
   logLevel: string;
@@ -132,11 +134,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (isIP(host) === 0 && !HOSTNAME_RE.test(host)) throw new ConfigError('WEIR_HOST', `must be an IP address or a host name, got "${host}"`);
   const allow = str(env, 'WEIR_ALLOW_PRIVATE_DESTINATIONS');
   if (allow !== undefined && allow !== '0' && allow !== '1') throw new ConfigError('WEIR_ALLOW_PRIVATE_DESTINATIONS', `must be 1 or 0, got "${allow}"`);
-  const plansPath = str(env, 'WEIR_PLANS');
+  const plansValue = str(env, 'WEIR_PLANS');
   let plans = DEFAULT_PLANS;
-  if (plansPath !== undefined) {
+  if (plansValue !== undefined) {
     try {
-      plans = loadPlansFile(plansPath);
+      plans = loadPlans(plansValue);
     } catch (err) {
       throw new ConfigError('WEIR_PLANS', (err as Error).message);
     }
@@ -189,6 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateDestinations: allow === '1',
     asnDb: readableFile(env, 'WEIR_ASN_DB'),
     plans,
+    bootstrapPlan: bootstrapPlan(plansValue !== undefined),
     maxBodyBytes: boundedInt(env, 'WEIR_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024 * 1024 * 1024),
     trustedProxies,
     logLevel,

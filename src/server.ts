@@ -49,7 +49,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
-    const bootstrap = await bootstrapIfEmpty(db, config.region);
+    const bootstrap = await bootstrapIfEmpty(db, config.region, config.bootstrapPlan);
     if (db.kind === 'pglite') {
       // The data-directory lock proves no other process uses this database:
       // deliveries still leased were held by a process that died.

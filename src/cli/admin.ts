@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
  * answer also gets one line on stderr, and exit code 1.
  */
 const USAGE = `usage: weir admin <command> [options]   (--server URL, --token T or WEIR_ADMIN_TOKEN)
-  org create --name NAME [--plan free|starter|pro|business] [--region R]
+  org create --name NAME [--plan free|starter|pro|business|self_hosted] [--region R]
   org list
   org get ORG_ID
   org set-plan ORG_ID --plan PLAN

@@ -4,6 +4,7 @@ import { newId } from '../db/ids.ts';
 import { lockOrganization } from '../orgs/organizations.ts';
 import { isPlanName, type PlanTable } from '../orgs/plans.ts';
 import { deleteEndpointCaptures } from '../requests/captures.ts';
+import { prepareIngestResponse, storeIngestResponse, type PreparedIngestResponse, type StoredIngestResponse } from './ingest-response.ts';
 import { generateSlug } from './slug.ts';
 import { endpointInputProblem, type EndpointFields } from './validate.ts';
 
@@ -23,11 +24,13 @@ export interface Endpoint {
   description: string | null;
   forward_url: string | null;
   paused: boolean;
+  /** The custom ingest answer, or null for the default 200 {"request_id"}. */
+  response: StoredIngestResponse | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = 'id, organization_id, created_by, slug, name, description, forward_url, paused, created_at, updated_at';
+const COLUMNS = 'id, organization_id, created_by, slug, name, description, forward_url, paused, response, created_at, updated_at';
 
 export type CreateEndpointResult =
   | { ok: true; endpoint: Endpoint }
@@ -59,11 +62,18 @@ export interface IngestTarget {
   id: string;
   organization_id: string;
   paused: boolean;
+  /** Prepared here, once per cache fill, so a capture's answer costs one property check. */
+  response: PreparedIngestResponse | null;
 }
 
 export async function findIngestTarget(db: Queryable, slug: string): Promise<IngestTarget | undefined> {
-  const { rows } = await db.query<IngestTarget>('select id, organization_id, paused from endpoints where slug = $1', [slug]);
-  return rows[0];
+  const { rows } = await db.query<Omit<IngestTarget, 'response'> & { response: StoredIngestResponse | null }>(
+    'select id, organization_id, paused, response from endpoints where slug = $1',
+    [slug],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return { id: row.id, organization_id: row.organization_id, paused: row.paused, response: row.response && prepareIngestResponse(row.response) };
 }
 
 /**
@@ -94,12 +104,12 @@ export async function createEndpoint(
     for (;;) {
       const slug = newSlug();
       const { rows } = await tx.query<Endpoint>(
-        `insert into endpoints (id, organization_id, created_by, slug, name, description, forward_url)
-         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7
+        `insert into endpoints (id, organization_id, created_by, slug, name, description, forward_url, response)
+         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8::jsonb
           where not exists (select 1 from retired_slugs where slug = $4)
          on conflict (slug) do nothing
          returning ${COLUMNS}`,
-        [newId(), organizationId, input.createdBy, slug, input.name, input.description ?? null, input.forwardUrl ?? null],
+        [newId(), organizationId, input.createdBy, slug, input.name, input.description ?? null, input.forwardUrl ?? null, responseParam(input.response)],
       );
       const endpoint = rows[0];
       if (!endpoint) continue;
@@ -126,7 +136,7 @@ export async function updateEndpoint(
   const problem = endpointInputProblem(patch);
   if (problem) return { ok: false, reason: 'invalid', message: problem };
   const has = (k: keyof typeof patch) => patch[k] !== undefined;
-  const changed = (['name', 'description', 'forwardUrl', 'paused'] as const).filter(has);
+  const changed = (['name', 'description', 'forwardUrl', 'paused', 'response'] as const).filter(has);
   if (changed.length === 0) {
     const endpoint = await getEndpoint(db, organizationId, id);
     return endpoint ? { ok: true, endpoint } : { ok: false, reason: 'not_found' };
@@ -138,10 +148,12 @@ export async function updateEndpoint(
           description = case when $5::boolean then $6 else description end,
           forward_url = case when $7::boolean then $8 else forward_url end,
           paused = case when $9::boolean then $10::boolean else paused end,
+          response = case when $11::boolean then $12::jsonb else response end,
           updated_at = now()
         where id = $1::uuid and organization_id = $2::uuid
         returning ${COLUMNS}`,
-      [id, organizationId, has('name'), patch.name ?? null, has('description'), patch.description ?? null, has('forwardUrl'), patch.forwardUrl ?? null, has('paused'), patch.paused ?? null],
+      [id, organizationId, has('name'), patch.name ?? null, has('description'), patch.description ?? null, has('forwardUrl'), patch.forwardUrl ?? null, has('paused'), patch.paused ?? null,
+        has('response'), responseParam(patch.response)],
     );
     const endpoint = rows[0];
     if (!endpoint) return { ok: false, reason: 'not_found' } as const;
@@ -170,6 +182,12 @@ export async function deleteEndpoint(db: Db, organizationId: string, id: string,
     await recordAudit(tx, organizationId, actorOf(actorMemberId), 'endpoint.deleted', { type: 'endpoint', id, name: endpoint.name }, { slug: endpoint.slug });
     return { ok: true, endpoint } as const;
   });
+}
+
+/** The jsonb parameter for a validated `response` (null: the default answer). */
+function responseParam(v: EndpointFields['response']): string | null {
+  const stored = v === undefined ? null : storeIngestResponse(v);
+  return stored === null ? null : JSON.stringify(stored);
 }
 
 function actorOf(memberId: string | null): Actor {

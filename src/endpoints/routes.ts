@@ -3,22 +3,35 @@ import type { AppDeps } from '../http/app.ts';
 import { badRequest, notFound, planLimit } from '../http/errors.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { endpointResponses as R } from './responses.ts';
+import { presentIngestResponse } from './ingest-response.ts';
+import type { EndpointFields } from './validate.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, updateEndpoint, type Endpoint } from './endpoints.ts';
 
 // Types only: lengths and the https:// rule are the domain's (endpoints.ts),
 // so every caller gets the same rules and messages; NUL characters are
 // refused for every route by src/http/input-guard.ts.
 const nullableString = { type: ['string', 'null'] } as const;
+// Shape only; statuses, header names, hop-by-hop headers and the 64 KB body
+// limit are checked by the domain (ingest-response.ts), with messages.
+const responseSetting = {
+  type: ['object', 'null'],
+  description: 'A custom ingest answer `{status, headers, body}` instead of 200 `{"request_id"}`; null restores the default (docs/endpoints.md).',
+  properties: {
+    status: { type: 'integer' },
+    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    body: { type: 'string' },
+  },
+} as const;
 const createBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString },
+  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, response: responseSetting },
 } as const;
 const patchBody = {
   type: 'object',
   additionalProperties: false,
-  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, paused: { type: 'boolean' } },
+  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, paused: { type: 'boolean' }, response: responseSetting },
 } as const;
 
 interface EndpointBody {
@@ -26,6 +39,7 @@ interface EndpointBody {
   description?: string | null;
   forward_url?: string | null;
   paused?: boolean;
+  response?: EndpointFields['response'];
 }
 
 /** The Endpoint resource of the specification, plus its public ingestion URL. */
@@ -39,6 +53,7 @@ export function presentEndpoint(e: Endpoint, ingestUrl: string) {
     description: e.description,
     forward_url: e.forward_url,
     paused: e.paused,
+    response: presentIngestResponse(e.response),
     created_at: e.created_at,
     updated_at: e.updated_at,
     ingest_url: `${ingestUrl}/h/${e.slug}`,
@@ -63,9 +78,9 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
     '/endpoints',
     { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.create' } }, schema: { body: createBody, response: R.created } },
     async (request, reply) => {
-      const { name, description, forward_url } = request.body;
+      const { name, description, forward_url, response } = request.body;
       const a = request.auth;
-      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, createdBy: a.memberId });
+      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, response, createdBy: a.memberId });
       if (!result.ok) {
         if (result.reason === 'invalid') throw badRequest(result.message);
         if (result.reason === 'plan_limit') throw planLimit(`The ${result.plan} plan allows ${result.limit} endpoints (paused ones count); delete one or upgrade the plan.`, 429);
@@ -91,9 +106,9 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
     { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.edit' } }, schema: { params: idParams, body: patchBody, response: R.updated } },
     async (request) => {
       const id = pathId(request.params.id, 'Endpoint');
-      const { name, description, forward_url, paused } = request.body ?? {};
+      const { name, description, forward_url, paused, response } = request.body ?? {};
       const a = request.auth;
-      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused }, a.memberId);
+      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused, response }, a.memberId);
       if (!result.ok) {
         if (result.reason === 'invalid') throw badRequest(result.message);
         throw notFound(`Endpoint ${id} not found.`);

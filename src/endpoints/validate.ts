@@ -1,10 +1,13 @@
 import { httpsTargetUrlProblem } from '../delivery/target-url.ts';
+import { ingestResponseProblem } from './ingest-response.ts';
 
 /** Fields a client may set on an endpoint, in domain spelling. undefined = not given. */
 export interface EndpointFields {
   name?: string;
   description?: string | null;
   forwardUrl?: string | null;
+  /** The custom ingest answer (ingest-response.ts); null restores the default. */
+  response?: { status: number; headers?: Record<string, string>; body?: string } | null;
 }
 
 export const NAME_MAX = 100;
@@ -32,6 +35,10 @@ export function endpointInputProblem(input: EndpointFields): string | undefined 
   if (typeof input.description === 'string') {
     if (chars(input.description) > DESCRIPTION_MAX) return `Field "description" must be at most ${DESCRIPTION_MAX} characters long.`;
   }
-  if (typeof input.forwardUrl === 'string') return forwardUrlProblem(input.forwardUrl);
+  if (typeof input.forwardUrl === 'string') {
+    const problem = forwardUrlProblem(input.forwardUrl);
+    if (problem) return problem;
+  }
+  if (input.response !== undefined) return ingestResponseProblem(input.response);
   return undefined;
 }

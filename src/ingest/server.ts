@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
+import type { PreparedIngestResponse } from '../endpoints/ingest-response.ts';
 import type { IngestMetrics, RefusalReason } from '../metrics/metrics.ts';
 import { newId } from '../db/ids.ts';
 import { idTime } from '../requests/capture-ids.ts';
@@ -49,7 +50,8 @@ const PAUSED = 'endpoint paused';
  *
  * /h/{slug}[/anything][?query] with any method and no key is captured; every
  * other target is 404. Answers are JSON: 200 {request_id} only once the
- * capture is committed; otherwise {error: "<text>"} (a string, as the
+ * capture is committed (or the endpoint's custom `response`, written at the
+ * same moment); otherwise {error: "<text>"} (a string, as the
  * specification fixes for 423) with 404, 413, 423 or 503.
  */
 export async function startIngest(deps: IngestDeps, port: number, opts: IngestOptions = {}): Promise<IngestListener> {
@@ -120,7 +122,9 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
         source_ip: sourceAddress(req.socket.remoteAddress, proxies ? headerValues(raw, 'x-forwarded-for') : [], proxies),
       });
       if (outcome === 'stored') {
-        reply(req, res, 200, { request_id: id });
+        // The endpoint's custom answer (prepared when cached), else the default.
+        if (endpoint.response) answerCustom(res, endpoint.response);
+        else reply(req, res, 200, { request_id: id });
         return metrics?.acknowledged((performance.now() - startedAt) / 1000);
       }
       if (outcome === 'endpoint_gone') return refuse(req, res, 'not_found', 404, { error: 'endpoint not found' });
@@ -181,6 +185,13 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
       return closing;
     },
   };
+}
+
+/** An endpoint's custom answer to a committed capture; its headers and content-length were prepared from the setting. */
+function answerCustom(res: ServerResponse, r: PreparedIngestResponse): void {
+  if (res.headersSent) return;
+  res.writeHead(r.status, r.headers);
+  res.end(r.body);
 }
 
 /**

@@ -191,6 +191,10 @@ describe('weir CLI for users', () => {
         }
         l.child.kill('SIGINT');
         assert.equal(await l.exited, 0);
+        // the URL is on loopback: one line on stderr says so and what to do
+        const warnings = l.out.stderr.split('\n').filter((x) => x.startsWith('weir: warning:'));
+        assert.equal(warnings.length, 1, l.out.stderr);
+        assert.match(warnings[0], /providers cannot reach this URL \(127\.0\.0\.1, a loopback address\)\. Run Weir on a host they can reach, with WEIR_INGEST_URL/);
       } finally {
         l.child.kill('SIGKILL');
       }

@@ -39,6 +39,9 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_PLANS', { WEIR_PLANS: join(dir, 'missing.json') }, /cannot read/],
   ['WEIR_PLANS', { WEIR_PLANS: badPlans }, /non-negative integer/],
   ['WEIR_PLANS', { WEIR_PLANS: notJson }, /cannot read/],
+  ['WEIR_PLANS', { WEIR_PLANS: '{"free": {"max_endpoints": 2}' }, /not valid JSON/],
+  ['WEIR_PLANS', { WEIR_PLANS: '{"gold": {}}' }, /unknown plan "gold"/],
+  ['WEIR_PLANS', { WEIR_PLANS: '{"free": {"incident_replay": "yes"}}' }, /must be a boolean/],
   ['NODE_EXTRA_CA_CERTS', { NODE_EXTRA_CA_CERTS: join(dir, 'missing.pem') }, /readable file/],
   ['WEIR_MAX_BODY_BYTES', { WEIR_MAX_BODY_BYTES: '0' }, /integer/],
   ['WEIR_TRUSTED_PROXIES', { WEIR_TRUSTED_PROXIES: '10.0.0.0/8, nonsense' }, /IP addresses or CIDR/],
@@ -75,6 +78,19 @@ describe('loadConfig', () => {
     assert.equal(c.allowPrivateDestinations, false);
     assert.equal(c.asnDb, undefined);
     assert.equal(c.plans.free.max_endpoints, 10);
+    assert.equal(c.bootstrapPlan, 'self_hosted', 'no WEIR_PLANS: the first organization gets every capability');
+    assert.equal(c.plans.self_hosted.incident_replay, true);
+  });
+
+  it('takes WEIR_PLANS as inline JSON or as a file path, and then starts the first organization on free', () => {
+    const inline = loadConfig({ WEIR_PLANS: ' {"free": {"max_endpoints": 3}, "self_hosted": {"max_agents": 5}}' });
+    assert.equal(inline.plans.free.max_endpoints, 3);
+    assert.equal(inline.plans.self_hosted.max_agents, 5);
+    assert.equal(inline.plans.self_hosted.incident_replay, true, 'what is not overridden keeps its default');
+    assert.equal(inline.bootstrapPlan, 'free');
+    const file = loadConfig({ WEIR_PLANS: goodPlans });
+    assert.equal(file.plans.free.max_endpoints, 2);
+    assert.equal(file.bootstrapPlan, 'free');
   });
 
   it('reads every variable CONTRACT.md names', () => {

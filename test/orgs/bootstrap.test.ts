@@ -7,7 +7,7 @@ import { freshStore, http, startWeirProcess } from '../helpers/weir-process.ts';
 // a super_admin and a full-access key, printed once and never again.
 
 describe('weir serve on an empty database', () => {
-  it('prints a working super_admin key on the first start only', async (t) => {
+  it('prints a working super_admin key on the first start only, on the self_hosted plan', async (t) => {
     const store = await freshStore();
     t.after(() => store.drop());
 
@@ -16,7 +16,7 @@ describe('weir serve on an empty database', () => {
     const key = first.bootstrapKey;
     assert.match(key ?? '', /^wr_live_us_[0-9A-Za-z]{38}$/, first.stdout());
     assert.equal(first.stdout().split(key!).length - 1, 2, 'the key line and the curl example');
-    assert.match(first.stdout(), /First start: created organization "Default" \(plan free\) and super_admin admin@localhost/);
+    assert.match(first.stdout(), /First start: created organization "Default" \(plan self_hosted\) and super_admin admin@localhost/);
     assert.match(first.stdout(), /API: +http:\/\/127\.0\.0\.1:\d+\/v1/);
     assert.match(first.stdout(), /Dashboard: +http:\/\/127\.0\.0\.1:\d+\//);
     assert.match(first.stdout(), /Ingest: +http:\/\/127\.0\.0\.1:\d+\/h\/\{slug\}/);
@@ -24,7 +24,8 @@ describe('weir serve on an empty database', () => {
     assert.equal(me.status, 200);
     assert.equal(me.json.data.member.role, 'super_admin');
     assert.equal(me.json.data.api_key.access_mode, 'full');
-    assert.equal(me.json.data.organization.plan, 'free');
+    assert.equal(me.json.data.organization.plan, 'self_hosted');
+    assert.equal(me.json.data.organization.limits.incident_replay, true, 'no feature held back on a self-hosted install');
     assert.equal(await first.stop(), 0);
 
     const second = await startWeirProcess(store.env);
@@ -33,6 +34,18 @@ describe('weir serve on an empty database', () => {
     assert.doesNotMatch(second.stdout(), /First start|wr_live_/);
     assert.equal((await http(second.base, 'GET', '/v1/me', { token: key })).status, 200, 'the first key still works');
     assert.equal(await second.stop(), 0);
+  });
+
+  it('starts the first organization on free when the operator sets WEIR_PLANS (inline JSON)', async (t) => {
+    const store = await freshStore();
+    t.after(() => store.drop());
+    const weir = await startWeirProcess({ ...store.env, WEIR_PLANS: '{"free": {"max_endpoints": 4}}' });
+    t.after(() => weir.stop('SIGKILL'));
+    assert.match(weir.stdout(), /\(plan free\)/);
+    const org = (await http(weir.base, 'GET', '/v1/me', { token: weir.bootstrapKey })).json.data.organization;
+    assert.equal(org.plan, 'free');
+    assert.equal(org.limits.max_endpoints, 4);
+    assert.equal(org.limits.incident_replay, false);
   });
 
   it('uses WEIR_REGION for the default organization and its key', async (t) => {

@@ -3,6 +3,7 @@ import { AgentClient } from '../../agents/client.ts';
 import { humanOutput, jsonOutput } from '../../agents/output.ts';
 import type { WeirApi } from './api-client.ts';
 import type { Io } from './commands.ts';
+import { unreachableReason, unreachableWarning } from './reachability.ts';
 
 export interface ListenOptions {
   port: number;
@@ -52,6 +53,10 @@ export async function listen(api: WeirApi, o: ListenOptions, io: Io): Promise<nu
     line(`Webhook URL (paste it into Stripe, GitHub, ...): ${endpoint.ingest_url}`);
     line(`Forwarding to http://127.0.0.1:${o.port}${o.path}   (endpoint ${o.name}; Ctrl-C stops)`);
   }
+  // A URL on loopback or a private network looks right and silently never
+  // receives anything: say so once, on stderr, with the way out.
+  const unreachable = await unreachableReason(endpoint.ingest_url);
+  if (unreachable) io.err(unreachableWarning(unreachable) + '\n');
   const output = o.json ? jsonOutput(line) : humanOutput(line, (text) => io.err(text + '\n'));
   const client = new AgentClient({ server: api.c.server, token: agent.token, version: version(), maxBodyBytes: 10 * 1024 * 1024, output });
   return runUntilSignal(client);

@@ -11,6 +11,7 @@ import { followRequests } from '../lib/tail.js';
 import { formatBytes, formatTime, timeAgo } from '../lib/format.js';
 import { Badge, ConfirmButton, CopyButton, ErrorNote, Field, Loading, Page, TabLinks } from '../lib/ui.js';
 import { EndpointDestinations } from './endpoint-destinations.js';
+import { IngestResponseSettings } from './endpoint-response.js';
 import { EndpointFields } from './endpoints.js';
 import { RequestDetail } from './request-detail.js';
 
@@ -119,7 +120,8 @@ function EndpointSettings({ endpoint, me, onSaved }) {
       </div>
       <${ErrorNote} error=${action.error} id="settings-error" />
     </form>
-  </section>`;
+  </section>
+  <${IngestResponseSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />`;
 }
 
 // ---- Requests tab ----
