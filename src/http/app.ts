@@ -158,6 +158,6 @@ export async function buildApp(deps: AppDeps, modules: { v1: RouteModule[]; root
     { prefix: '/v1' },
   );
   for (const m of modules.root) await m(app, deps);
-  await openApiRoutes(app);
+  await openApiRoutes(app, deps.urls);
   return app;
 }

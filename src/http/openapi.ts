@@ -1,23 +1,13 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { PERMISSIONS } from '../auth/permissions.ts';
+import { webhooksObject } from '../subscriptions/webhook-schemas.ts';
+import { OPERATIONS, TAGS } from './operations.ts';
+import { errorEnvelopeSchema } from './responses.ts';
 import type { RouteAuth } from './route-auth.ts';
 
-/** The error envelope every route answers errors with (src/http/errors.ts). */
-export const errorEnvelopeSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
-    },
-  },
-  example: { error: { code: 'not_found', message: 'Endpoint 0193a8c2-0000-7000-8000-000000000000 not found.' } },
-} as const;
+export { errorEnvelopeSchema };
 
 /** The error answers every route can give; a route declares any other (409, 429) in its own response schema (src/http/responses.ts). */
 const ERRORS = {
@@ -35,8 +25,10 @@ function describeAuth(auth: RouteAuth | undefined): string {
   if ('anyKey' in auth) return 'Any valid API key.';
   const parts = [];
   if (auth.scopes?.length) parts.push(`Scopes: ${auth.scopes.map((s) => `\`${s}\``).join(', ')} (custom keys).`);
-  if (auth.permission) parts.push(`Role permission: \`${auth.permission}\`.`);
+  if (auth.permission) parts.push(`Role permission: \`${auth.permission}\` (held by ${PERMISSIONS[auth.permission].join(', ')}).`);
+  else parts.push('No role permission: any role.');
   if (auth.fullAccessOnly) parts.push('Full-access keys only.');
+  if (!auth.scopes?.length && !auth.fullAccessOnly) parts.unshift('Any scope.');
   return parts.join(' ');
 }
 
@@ -50,19 +42,27 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Weir API', version: '1', description: 'Webhook capture and forwarding. Every error answers `{error: {code, message}}`.' },
+      info: {
+        title: 'Weir API',
+        version: '1',
+        description:
+          'Webhook capture and forwarding. Every error answers `{error: {code, message}}`. The `webhooks` section describes the signed events a subscription receives.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      tags: [...TAGS, { name: 'events', description: 'What Weir POSTs to a subscription (Standard Webhooks).' }],
+      webhooks: webhooksObject() as never,
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `Authorization: Bearer wr_live_...`' },
           operatorToken: { type: 'http', scheme: 'bearer', description: 'The operator token, `Authorization: Bearer <WEIR_ADMIN_TOKEN>`' },
         },
-        schemas: { Error: errorEnvelopeSchema as never },
       },
     },
     transform: ({ schema, url, route }) => {
       const api = url.startsWith('/v1/') ? 'v1' : url.startsWith('/admin/v1/') ? 'admin' : undefined;
       if (!api || url === '/v1/openapi.json') return { schema: { ...schema, hide: true } as never, url };
       const auth = (route.config as { auth?: RouteAuth } | undefined)?.auth;
+      const op = OPERATIONS[`${[route.method].flat()[0]} ${url.replace(/:(\w+)/g, '{$1}')}`];
       const responses: Record<string, unknown> = { ...((schema?.response as object) ?? {}) };
       for (const [status, description] of Object.entries(ERRORS)) responses[status] ??= { description, ...errorEnvelopeSchema };
       if ((schema as { body?: unknown } | undefined)?.body) responses[413] ??= { description: BODY_TOO_LARGE, ...errorEnvelopeSchema };
@@ -70,7 +70,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         url,
         schema: {
           ...schema,
-          tags: [api === 'v1' ? url.split('/')[2] : 'operator'],
+          ...(op ? { operationId: op.id, summary: op.summary } : {}),
+          tags: [op?.tag ?? (api === 'v1' ? url.split('/')[2] : 'operator')],
           description: [api === 'admin' ? 'Operator API.' : describeAuth(auth), (schema as { description?: string })?.description].filter(Boolean).join(' '),
           security: [{ [api === 'v1' ? 'apiKey' : 'operatorToken']: [] }],
           'x-weir-auth': api === 'admin' ? { operator: true } : (auth ?? null),
@@ -78,6 +79,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         } as never,
       };
     },
+    transformObject: (documentObject) => withRequestExamples((documentObject as { openapiObject: OpenApiDoc }).openapiObject) as never,
   });
 }
 
@@ -96,9 +98,28 @@ export const REFERENCE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; " +
   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'";
 
-/** GET /v1/openapi.json (no key) and the reference page at /reference, with its security headers. */
-export async function openApiRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.header('cache-control', 'no-cache').send(app.swagger()));
+type OpenApiDoc = { paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, { example?: unknown }> } }>> };
+
+/** Each operation's request example from the table, on its JSON body (a route's body schema stays what it validates with). */
+function withRequestExamples(doc: OpenApiDoc): OpenApiDoc {
+  for (const [path, ops] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(ops)) {
+      const example = OPERATIONS[`${method.toUpperCase()} ${path}`]?.requestExample;
+      const json = op.requestBody?.content?.['application/json'];
+      if (json && example !== undefined) json.example = example;
+    }
+  }
+  return doc;
+}
+
+/**
+ * GET /v1/openapi.json (no key) and the reference page at /reference, with its
+ * security headers. `servers` is the public URL, known once the listeners are bound.
+ */
+export async function openApiRoutes(app: FastifyInstance, urls: { publicUrl: string }): Promise<void> {
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async (_request, reply) =>
+    reply.header('cache-control', 'no-cache').send({ ...app.swagger(), servers: [{ url: urls.publicUrl, description: 'This Weir installation' }] }),
+  );
   await app.register(async (scope) => {
     scope.addHook('onSend', async (_request, reply) => {
       reply

@@ -11,7 +11,22 @@
  * exactly what a client gets; every property is required (always present,
  * null when empty) unless listed as optional.
  */
-import { errorEnvelopeSchema } from './openapi.ts';
+
+/** The error envelope every route answers errors with (src/http/errors.ts). */
+export const errorEnvelopeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['code', 'message'],
+      properties: { code: { type: 'string' }, message: { type: 'string' } },
+    },
+  },
+  example: { error: { code: 'not_found', message: 'Endpoint 0193a8c2-0000-7000-8000-000000000000 not found.' } },
+} as const;
 
 export type JsonSchema = Record<string, unknown>;
 

@@ -30,9 +30,9 @@ const incidentProperties = {
 /** An incident as presentIncident (store.ts) writes it. */
 export const incidentSchema = object(incidentProperties, { example: EXAMPLE_INCIDENT });
 
-const updateSchema = object({ id: uuid, body: str, is_system: bool, author_id: str, created_at: time }, { description: 'A member note or a system update.' });
+export const updateSchema = object({ id: uuid, body: str, is_system: bool, author_id: str, created_at: time }, { description: 'A member note or a system update.' });
 
-const failureSchema = object({
+export const failureSchema = object({
   request_id: uuid,
   endpoint_id: uuid,
   destination_id: uuid,

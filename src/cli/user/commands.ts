@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { ApiFailure, WeirApi } from './api-client.ts';
+import { unwrap } from '../../client/index.ts';
+import { ApiFailure, connect, findEndpoint } from './api-client.ts';
 import { loadCredentials, saveCredentials } from './credentials.ts';
 import { exportCaptures } from './export.ts';
 import { prettyBody, table } from './format.ts';
@@ -30,7 +31,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
   const api = () => {
     const c = loadCredentials(env);
     if ('missing' in c) throw new UsageFailure(c.missing);
-    return new WeirApi(c);
+    return connect(c);
   };
   const program = new Command('weir')
     .exitOverride()
@@ -47,7 +48,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
       if (!URL.canParse(o.server) || !/^https?:$/.test(new URL(o.server).protocol)) throw new UsageFailure(`--server must be an http:// or https:// URL, got "${o.server}"`);
       const creds = { server: o.server.replace(/\/+$/, ''), key: o.key };
       // check the pair before storing it, so a typo is caught now
-      const me = await new WeirApi(creds).call('GET', '/v1/me');
+      const me = await unwrap(connect(creds).client.GET('/v1/me'));
       const path = saveCredentials(env, creds);
       io.out(o.json ? json({ server: creds.server, path, organization: me.organization ?? null }) : `Logged in to ${creds.server}; stored in ${path}\n`);
     });
@@ -57,7 +58,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .command('ls')
     .option('--json', 'JSON output')
     .action(async (o: { json?: boolean }) => {
-      const items = await api().call<any[]>('GET', '/v1/endpoints');
+      const items = await unwrap(api().client.GET('/v1/endpoints'));
       if (o.json) return io.out(json(items));
       io.out(table([['ID', 'NAME', 'STATE', 'INGEST URL'], ...items.map((e) => [e.id, e.name, e.paused ? 'paused' : 'active', e.ingest_url])]));
     });
@@ -66,7 +67,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .option('--forward-url <url>', 'forward each capture to this HTTPS URL')
     .option('--json', 'JSON output')
     .action(async (name: string, o: { forwardUrl?: string; json?: boolean }) => {
-      const e = await api().call('POST', '/v1/endpoints', { name, ...(o.forwardUrl ? { forward_url: o.forwardUrl } : {}) });
+      const e = await unwrap(api().client.POST('/v1/endpoints', { body: { name, ...(o.forwardUrl ? { forward_url: o.forwardUrl } : {}) } }));
       io.out(o.json ? json(e) : `Created ${e.name} (${e.id})\nIngest URL: ${e.ingest_url}\n`);
     });
   for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
@@ -76,7 +77,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
       .option('--json', 'JSON output')
       .action(async (ref: string, o: { json?: boolean }) => {
         const client = api();
-        const e = await client.call('PATCH', `/v1/endpoints/${(await client.endpoint(ref)).id}`, { paused });
+        const e = await unwrap(client.client.PATCH('/v1/endpoints/{id}', { params: { path: { id: (await findEndpoint(client, ref)).id } }, body: { paused } }));
         io.out(o.json ? json(e) : `${e.name} is ${e.paused ? 'paused: ingestion answers 423' : 'active'}\n`);
       });
   }
@@ -86,8 +87,8 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .option('--json', 'JSON output')
     .action(async (ref: string, o: { json?: boolean }) => {
       const client = api();
-      const e = await client.endpoint(ref);
-      await client.call('DELETE', `/v1/endpoints/${e.id}`);
+      const e = await findEndpoint(client, ref);
+      await unwrap(client.client.DELETE('/v1/endpoints/{id}', { params: { path: { id: e.id } } }));
       io.out(o.json ? json({ deleted: e.id }) : `Deleted ${e.name} (${e.id})\n`);
     });
 
@@ -99,9 +100,9 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .action(async (ref: string, o: { limit: string; json?: boolean }) => {
       if (!/^\d+$/.test(o.limit)) throw new UsageFailure(`--limit must be a number, got "${o.limit}"`);
       const client = api();
-      const page = await client.call('GET', `/v1/endpoints/${(await client.endpoint(ref)).id}/requests?limit=${o.limit}`);
+      const page = await unwrap(client.client.GET('/v1/endpoints/{id}/requests', { params: { path: { id: (await findEndpoint(client, ref)).id }, query: { limit: Number(o.limit) } } }));
       if (o.json) return io.out(json(page));
-      io.out(table([['ID', 'RECEIVED', 'METHOD', 'PATH', 'SIZE'], ...page.data.map((r: any) => [r.id, r.received_at, r.method, (r.path || '/') + (r.query ? `?${r.query}` : ''), String(r.body_size)])]));
+      io.out(table([['ID', 'RECEIVED', 'METHOD', 'PATH', 'SIZE'], ...page.data.map((r) => [r.id, r.received_at, r.method, (r.path || '/') + (r.query ? `?${r.query}` : ''), String(r.body_size)])]));
     });
   requests
     .command('show <id>')
@@ -109,7 +110,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .option('--raw', 'write the body bytes exactly as captured, nothing else')
     .option('--json', 'JSON output')
     .action(async (id: string, o: { raw?: boolean; json?: boolean }) => {
-      const r = await api().call('GET', `/v1/requests/${encodeURIComponent(id)}`);
+      const r = await unwrap(api().client.GET('/v1/requests/{id}', { params: { path: { id } } }));
       const body = Buffer.from(r.body, r.body_encoding === 'base64' ? 'base64' : 'utf8');
       if (o.raw) return io.bytes(body);
       if (o.json) return io.out(json(r));
@@ -128,7 +129,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .option('--json', 'the summary as JSON')
     .action(async (ref: string, o: { out?: string; since?: string; until?: string; json?: boolean }) => {
       const client = api();
-      await exportCaptures(client, { endpointId: (await client.endpoint(ref)).id, out: o.out, since: o.since, until: o.until, json: Boolean(o.json) }, io);
+      await exportCaptures(client, { endpointId: (await findEndpoint(client, ref)).id, out: o.out, since: o.since, until: o.until, json: Boolean(o.json) }, io);
     });
 
   program
@@ -148,7 +149,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     .option('--json', 'one JSON object per line')
     .action(async (ref: string, o: { json?: boolean }) => {
       const client = api();
-      await tail(client, (await client.endpoint(ref)).id, io, Boolean(o.json));
+      await tail(client, (await findEndpoint(client, ref)).id, io, Boolean(o.json));
     });
 
   program

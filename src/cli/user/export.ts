@@ -1,5 +1,6 @@
 import { SingleBar } from 'cli-progress';
 import { createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
+import { allPages, unwrap } from '../../client/index.ts';
 import { ApiFailure, type WeirApi } from './api-client.ts';
 import type { Io } from './commands.ts';
 
@@ -38,10 +39,9 @@ const IN_FLIGHT = 4;
  * to stdout with --out, else to stderr (stdout carries the NDJSON).
  */
 export async function exportCaptures(api: WeirApi, o: ExportOptions, io: Io): Promise<ExportSummary> {
-  const query = new URLSearchParams();
-  if (o.since) query.set('since', o.since);
-  if (o.until) query.set('until', o.until);
-  const listed = await api.all<{ id: string }>(`/v1/endpoints/${o.endpointId}/requests${query.size ? `?${query}` : ''}`);
+  const listed = await allPages((before) =>
+    api.client.GET('/v1/endpoints/{id}/requests', { params: { path: { id: o.endpointId }, query: { limit: 100, before, since: o.since, until: o.until } } }),
+  );
   const ids = listed.map((c) => c.id).reverse();
 
   const partial = o.out ? `${o.out}.partial` : undefined;
@@ -52,7 +52,7 @@ export async function exportCaptures(api: WeirApi, o: ExportOptions, io: Io): Pr
   const summary: ExportSummary = { endpoint_id: o.endpointId, exported: 0, skipped: 0, body_bytes: 0, out: o.out ?? '-', since: o.since ?? null, until: o.until ?? null };
   try {
     const fetchOne = (id: string) =>
-      api.call<any>('GET', `/v1/requests/${id}`).catch((err) => {
+      unwrap(api.client.GET('/v1/requests/{id}', { params: { path: { id } } })).catch((err) => {
         // listed a moment ago, gone now: retention or a deletion, not a failure of the export
         if (err instanceof ApiFailure && err.status === 404) return undefined;
         throw err;

@@ -1,6 +1,7 @@
 import { runUntilSignal, version } from '../../agents/agent-command.ts';
 import { AgentClient } from '../../agents/client.ts';
 import { humanOutput, jsonOutput } from '../../agents/output.ts';
+import { allPages, unwrap } from '../../client/index.ts';
 import type { WeirApi } from './api-client.ts';
 import type { Io } from './commands.ts';
 import { unreachableReason, unreachableWarning } from './reachability.ts';
@@ -22,29 +23,39 @@ export interface ListenOptions {
  * then the agent itself in this process until Ctrl-C.
  */
 export async function listen(api: WeirApi, o: ListenOptions, io: Io): Promise<number> {
-  const endpoints = await api.call<any[]>('GET', '/v1/endpoints');
-  const endpoint = endpoints.find((e) => e.name === o.name) ?? (await api.call('POST', '/v1/endpoints', { name: o.name, description: 'weir listen' }));
-  if (endpoint.paused) await api.call('PATCH', `/v1/endpoints/${endpoint.id}`, { paused: false });
+  const { client } = api;
+  const endpoints = await unwrap(client.GET('/v1/endpoints'));
+  const endpoint = endpoints.find((e) => e.name === o.name) ?? (await unwrap(client.POST('/v1/endpoints', { body: { name: o.name, description: 'weir listen' } })));
+  if (endpoint.paused) await unwrap(client.PATCH('/v1/endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { paused: false } }));
 
-  const agents = await api.all('/v1/agents');
+  const agents = await allPages((before) => client.GET('/v1/agents', { params: { query: { limit: 100, before } } }));
   const existing = agents.find((a) => a.name === o.name && !a.revoked_at);
   const agent = existing
-    ? await api.call('POST', `/v1/agents/${existing.id}/token`)
-    : await api.call('POST', '/v1/agents', { name: o.name, environment: 'development' });
+    ? await unwrap(client.POST('/v1/agents/{id}/token', { params: { path: { id: existing.id } } }))
+    : await unwrap(client.POST('/v1/agents', { body: { name: o.name, environment: 'development' } }));
 
-  const { data: destinations } = await api.call<{ data: any[] }>('GET', `/v1/endpoints/${endpoint.id}/destinations`);
+  const { data: destinations } = await unwrap(client.GET('/v1/endpoints/{id}/destinations', { params: { path: { id: endpoint.id } } }));
   const mine = destinations.find((d) => d.destination_type === 'agent' && d.agent_id === agent.id);
   if (!mine) {
-    await api.call('POST', '/v1/destinations', {
-      name: `${o.name} (127.0.0.1:${o.port})`,
-      destination_type: 'agent',
-      endpoint_id: endpoint.id,
-      agent_id: agent.id,
-      target_port: o.port,
-      target_path: o.path,
-    });
+    await unwrap(
+      client.POST('/v1/destinations', {
+        body: {
+          name: `${o.name} (127.0.0.1:${o.port})`,
+          destination_type: 'agent',
+          endpoint_id: endpoint.id,
+          agent_id: agent.id,
+          target_port: o.port,
+          target_path: o.path,
+        },
+      }),
+    );
   } else if (mine.target_port !== o.port || mine.target_path !== o.path || !mine.enabled) {
-    await api.call('PATCH', `/v1/endpoints/${endpoint.id}/destinations/${mine.id}`, { target_port: o.port, target_path: o.path, enabled: true });
+    await unwrap(
+      client.PATCH('/v1/endpoints/{id}/destinations/{destination_id}', {
+        params: { path: { id: endpoint.id, destination_id: mine.id } },
+        body: { target_port: o.port, target_path: o.path, enabled: true },
+      }),
+    );
   }
 
   const line = (text: string) => io.out(text + '\n');
@@ -58,6 +69,6 @@ export async function listen(api: WeirApi, o: ListenOptions, io: Io): Promise<nu
   const unreachable = await unreachableReason(endpoint.ingest_url);
   if (unreachable) io.err(unreachableWarning(unreachable) + '\n');
   const output = o.json ? jsonOutput(line) : humanOutput(line, (text) => io.err(text + '\n'));
-  const client = new AgentClient({ server: api.c.server, token: agent.token, version: version(), maxBodyBytes: 10 * 1024 * 1024, output });
-  return runUntilSignal(client);
+  const agentClient = new AgentClient({ server: api.c.server, token: agent.token, version: version(), maxBodyBytes: 10 * 1024 * 1024, output });
+  return runUntilSignal(agentClient);
 }

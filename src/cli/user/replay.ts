@@ -1,4 +1,5 @@
 import { SingleBar } from 'cli-progress';
+import { unwrap } from '../../client/index.ts';
 import { ApiFailure, type WeirApi } from './api-client.ts';
 import type { Io } from './commands.ts';
 
@@ -14,7 +15,7 @@ export async function replayAll(api: WeirApi, ids: string[], destination: string
   const results: Array<{ request_id: string; queued: boolean; error?: { code: string; message: string } }> = [];
   for (const id of ids) {
     try {
-      await api.call('POST', `/v1/requests/${encodeURIComponent(id)}/replay`, destination ? { destination_id: destination } : {});
+      await unwrap(api.client.POST('/v1/requests/{id}/replay', { params: { path: { id } }, body: destination ? { destination_id: destination } : {} }));
       results.push({ request_id: id, queued: true });
       if (!json && !bar) io.out(`Replay of ${id} queued\n`);
     } catch (err) {

@@ -36,11 +36,14 @@ export async function tail(api: WeirApi, endpointId: string, io: Io, json: boole
   }
 
   async function follow(): Promise<void> {
-    const headers: Record<string, string> = { authorization: `Bearer ${api.c.key}`, accept: 'text/event-stream' };
-    if (lastId) headers['last-event-id'] = lastId;
-    const res = await fetch(`${api.c.server}/v1/endpoints/${endpointId}/requests/stream`, { headers, signal: abort.signal });
+    const { response: res, error } = await api.client.GET('/v1/endpoints/{id}/requests/stream', {
+      params: { path: { id: endpointId } },
+      headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+      parseAs: 'stream',
+      signal: abort.signal,
+    });
     if (!res.ok || !res.body) {
-      const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
+      const body = error as { error?: { code: string; message: string } } | undefined;
       throw new ApiFailure(res.status, body?.error?.code ?? 'error', body?.error?.message ?? `the stream answered ${res.status}`);
     }
     if (!lastId && !json) io.err(`Following ${endpointId} (Ctrl-C stops)\n`);
