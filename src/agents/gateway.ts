@@ -3,6 +3,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { createLoop, type Loop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { renewLeases } from '../delivery/claim.ts';
@@ -42,6 +43,7 @@ export interface GatewayDeps {
   /** Called after each recorded outcome (benchmarks observe through it). */
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
   metrics?: DeliveryMetrics;
+  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -56,7 +58,7 @@ export class AgentGateway {
   private readonly wss: WebSocketServer;
   private readonly links = new Map<string, AgentLink>();
   readonly worker: DeliveryWorker;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly ticker: Loop<void>;
   private ticks = 0;
   private checking: Promise<void> | undefined;
   private recheck = false;
@@ -85,6 +87,17 @@ export class AgentGateway {
       onSettled: d.onSettled,
       metrics: d.metrics,
     });
+    this.ticker = createLoop({
+      name: 'agent_links',
+      everyMs: CHECK_MS,
+      // pings and heartbeat writes count ticks: keep them near their period
+      jitterMs: 50,
+      metrics: d.loopMetrics,
+      pass: async () => {
+        this.tick();
+        await this.checking;
+      },
+    });
   }
 
   /** Agents connected to this node. */
@@ -96,15 +109,14 @@ export class AgentGateway {
     server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head));
     this.unlisten = await this.d.db.listen(AGENTS_CHANNEL, () => this.check(false), () => this.check(false));
     await this.worker.start();
-    this.timer = setInterval(() => this.tick(), CHECK_MS);
-    this.timer.unref();
+    this.ticker.start();
   }
 
   /** Closes every link (the agents reconnect, perhaps to another node) and gives their deliveries back. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    clearInterval(this.timer);
+    await this.ticker.stop();
     await this.unlisten?.().catch(() => {});
     const closing = [...this.links.values()].map((l) => this.closeLink(l, 1001, 'server shutting down'));
     await Promise.all(closing);
