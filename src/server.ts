@@ -36,10 +36,32 @@ export function createLogger(config: Config): Logger {
   return pino({ level: config.logLevel, base: { pid: process.pid } });
 }
 
+export interface StartOptions {
+  /**
+   * Told when this node can no longer go on (another process took its
+   * PGlite folder over). The node has already stopped writing; the CLI exits
+   * with status 1. Without it the node closes itself.
+   */
+  onFatal?: (msg: string) => void;
+  /** The data-directory lock's heartbeat period (tests). */
+  lockHeartbeatMs?: number;
+}
+
 /** Starts one Weir node: database, migrations, first-run bootstrap, API and ingest listeners. */
-export async function startWeir(config: Config, logger = createLogger(config)): Promise<RunningWeir> {
+export async function startWeir(config: Config, logger = createLogger(config), opts: StartOptions = {}): Promise<RunningWeir> {
   const metrics = config.metrics ? new WeirMetrics() : undefined;
-  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg), { onCheckpoint: metrics && ((s) => metrics.checkpointed(s)), loopMetrics: metrics?.loops });
+  let closeNode: (() => Promise<void>) | undefined;
+  const onLockLost = (msg: string) => {
+    logger.fatal(msg);
+    if (opts.onFatal) opts.onFatal(msg);
+    else void closeNode?.().catch((err) => logger.error({ err }, 'shutdown after losing the data-directory lock failed'));
+  };
+  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg), {
+    onCheckpoint: metrics && ((s) => metrics.checkpointed(s)),
+    loopMetrics: metrics?.loops,
+    onLockLost,
+    lockHeartbeatMs: opts.lockHeartbeatMs,
+  });
   metrics?.observe({ db, poolStats: db.poolStats });
   // What is already running, stopped in reverse order if a later step fails.
   const started: (() => Promise<void>)[] = [() => db.close()];
@@ -98,7 +120,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
     let closing: Promise<void> | undefined;
-    return {
+    const running: RunningWeir = {
       db,
       apiPort,
       ingestPort: ingest.port,
@@ -126,6 +148,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
         return closing;
       },
     };
+    closeNode = () => running.close();
+    return running;
   } catch (err) {
     await stopAll();
     throw err;

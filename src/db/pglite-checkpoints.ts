@@ -13,6 +13,8 @@ export interface CheckpointOptions {
   /** Told after each check: when it started (epoch ms) and whether it checkpointed (tests observe the checker through it). */
   onCheck?: (check: { startedAt: number; checkpointed: boolean; checkpointMs?: number }) => void;
   loopMetrics?: LoopMetrics;
+  /** False when the folder must not be written any more (its lock was lost): no checkpoint runs then. */
+  writable?: () => boolean;
 }
 
 export interface Checkpoints {
@@ -74,7 +76,7 @@ export function startCheckpoints(pg: PGlite, opts: CheckpointOptions = {}): Chec
       if (!pg.closed) opts.onError?.(err);
     },
     pass: async () => {
-      if (stopped || pg.closed) return;
+      if (stopped || pg.closed || opts.writable?.() === false) return;
       await check();
     },
   });
