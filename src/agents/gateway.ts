@@ -7,6 +7,7 @@ import { createLoop, type Loop, type LoopMetrics } from '../background/scheduler
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { renewLeases } from '../delivery/claim.ts';
+import { failRevokedAgentDeliveries } from '../delivery/revoked-agent.ts';
 import type { AttemptResult, ClaimedDelivery, Transport } from '../delivery/transport.ts';
 import { DeliveryWorker } from '../delivery/worker.ts';
 import type { DeliveryMetrics } from '../metrics/metrics.ts';
@@ -20,11 +21,13 @@ import {
   CLOSE_REPLACED,
   CLOSE_TOKEN_INVALID,
   decodeFrame,
+  DEFAULT_AGENT_MAX_BODY_BYTES,
   encodeFrame,
   FRAME_OVERHEAD_BYTES,
   frameBytes,
   HEARTBEAT_MS,
   LINK_TIMEOUT_MS,
+  MAX_FRAME_HEADER,
   type AgentMessage,
   type HelloMessage,
 } from './protocol.ts';
@@ -34,6 +37,8 @@ export const AGENT_WINDOW = 32;
 /** The row check (revocation, re-issue, takeover) runs this often besides NOTIFY; the heartbeat write every HEARTBEAT_EVERY checks. */
 const CHECK_MS = 1_000;
 const HEARTBEAT_EVERY = 5;
+/** Deliveries queued for an agent after it was revoked are ended every this many checks (src/delivery/revoked-agent.ts). */
+const REVOKED_SWEEP_EVERY = 30;
 
 export interface GatewayDeps {
   db: Db;
@@ -96,6 +101,7 @@ export class AgentGateway {
       pass: async () => {
         this.tick();
         await this.checking;
+        if (this.ticks % REVOKED_SWEEP_EVERY === 0) await this.sweepRevoked();
       },
     });
   }
@@ -149,7 +155,7 @@ export class AgentGateway {
       return typeof v === 'string' ? v.slice(0, 100) : null;
     };
     const connectionId = randomUUID();
-    const link = new AgentLink(agent.id, connectionId, ws, AGENT_WINDOW, () => this.worker.wake());
+    const link = new AgentLink(agent.id, connectionId, ws, AGENT_WINDOW, () => this.worker.wake(), maxFrameOf(req));
     ws.on('error', (err) => this.d.logger.debug({ err, agent: agent.id }, 'agent socket error'));
     ws.on('pong', () => (link.lastHeard = Date.now()));
     ws.on('message', (data, isBinary) => {
@@ -243,6 +249,17 @@ export class AgentGateway {
     this.check(this.ticks % HEARTBEAT_EVERY === 0);
   }
 
+  /** Ends the deliveries of revoked agents queued since their revocation (a destination may still name one). */
+  private async sweepRevoked(): Promise<void> {
+    try {
+      let n = 0;
+      for (let batch = -1; batch !== 0 && !this.stopped; n += batch) batch = await failRevokedAgentDeliveries(this.d.db, null);
+      if (n > 0) this.d.logger.warn({ deliveries: n }, 'failed deliveries queued for revoked agents');
+    } catch (err) {
+      this.d.logger.warn({ err }, 'could not fail the deliveries of revoked agents; retrying');
+    }
+  }
+
   /** Closes links whose row names another connection (replaced) or none (token re-issued, agent revoked); heartbeats the rest. */
   private check(touch: boolean): void {
     if (this.checking) {
@@ -269,6 +286,13 @@ export class AgentGateway {
         }
       });
   }
+}
+
+/** The agent's frame limit from its handshake; agents that do not send it accept the protocol's default. */
+function maxFrameOf(req: IncomingMessage): number {
+  const v = req.headers[MAX_FRAME_HEADER];
+  const n = typeof v === 'string' && /^\d{1,12}$/.test(v) ? Number(v) : 0;
+  return n >= FRAME_OVERHEAD_BYTES ? n : DEFAULT_AGENT_MAX_BODY_BYTES + FRAME_OVERHEAD_BYTES;
 }
 
 /** Answers an upgrade request that will not become a WebSocket, in the API's error envelope. */

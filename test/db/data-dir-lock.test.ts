@@ -225,9 +225,9 @@ describe('data-directory lock', () => {
       await db.close();
     });
 
-    it('weir serve whose folder is taken over exits with status 1 and says why', { timeout: 120_000 }, async (t) => {
+    it('weir serve whose folder is taken over exits with status 1 and says why', { timeout: 300_000 }, async (t) => {
       const dir = freshDir();
-      const weir = await startWeirProcess({ WEIR_DATA_DIR: dir });
+      const weir = await startWeirProcess({ WEIR_DATA_DIR: dir }, 180_000);
       t.after(() => weir.stop('SIGKILL'));
       // what a second process that judged this one stale would write
       writeLock(dir, recordOf(await unrelatedProcess()));
