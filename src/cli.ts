@@ -33,7 +33,14 @@ function configOrExit() {
 async function serve(): Promise<void> {
   const config = configOrExit();
   const { startWeir } = await import('./server.ts');
-  const weir = await startWeir(config);
+  const weir = await startWeir(config, undefined, {
+    // Another process owns the folder now: not one more write, and no
+    // graceful drain (that would write); the message says what happened.
+    onFatal: (msg) => {
+      process.stderr.write(`weir: ${msg}. Exiting.\n`);
+      process.exit(1);
+    },
+  });
   const lines = [
     `Weir is running (database: ${weir.db.kind === 'postgres' ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}).`,
     `  API:        ${weir.urls.publicUrl}/v1   (port ${weir.apiPort})`,

@@ -36,10 +36,32 @@ export function createLogger(config: Config): Logger {
   return pino({ level: config.logLevel, base: { pid: process.pid } });
 }
 
+export interface StartOptions {
+  /**
+   * Told when this node can no longer go on (another process took its
+   * PGlite folder over). The node has already stopped writing; the CLI exits
+   * with status 1. Without it the node closes itself.
+   */
+  onFatal?: (msg: string) => void;
+  /** The data-directory lock's heartbeat period (tests). */
+  lockHeartbeatMs?: number;
+}
+
 /** Starts one Weir node: database, migrations, first-run bootstrap, API and ingest listeners. */
-export async function startWeir(config: Config, logger = createLogger(config)): Promise<RunningWeir> {
+export async function startWeir(config: Config, logger = createLogger(config), opts: StartOptions = {}): Promise<RunningWeir> {
   const metrics = config.metrics ? new WeirMetrics() : undefined;
-  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg), { onCheckpoint: metrics && ((s) => metrics.checkpointed(s)) });
+  let closeNode: (() => Promise<void>) | undefined;
+  const onLockLost = (msg: string) => {
+    logger.fatal(msg);
+    if (opts.onFatal) opts.onFatal(msg);
+    else void closeNode?.().catch((err) => logger.error({ err }, 'shutdown after losing the data-directory lock failed'));
+  };
+  const db = await openDb(config, (msg, err) => logger.warn({ err }, msg), {
+    onCheckpoint: metrics && ((s) => metrics.checkpointed(s)),
+    loopMetrics: metrics?.loops,
+    onLockLost,
+    lockHeartbeatMs: opts.lockHeartbeatMs,
+  });
   metrics?.observe({ db, poolStats: db.poolStats });
   // What is already running, stopped in reverse order if a later step fails.
   const started: (() => Promise<void>)[] = [() => db.close()];
@@ -59,12 +81,12 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     // Capture partitions for the coming days exist before ingestion opens;
     // retention sweeps then run in the background (src/requests/retention.ts).
     // usage counts of closed days are rolled up before retention may delete their captures (src/usage/rollup.ts)
-    const usage = await startUsageRollup(db, logger);
+    const usage = await startUsageRollup(db, logger, metrics?.loops);
     started.push(() => usage.stop());
-    const maintenance = await startCaptureMaintenance({ db, config, logger });
+    const maintenance = await startCaptureMaintenance({ db, config, logger, loopMetrics: metrics?.loops });
     started.push(() => maintenance.stop());
     // statistics and vacuum, which PGlite never does on its own (src/db/table-maintenance.ts)
-    const tables = config.dbMaintenance === 'off' ? undefined : await startTableMaintenance(db, logger, { autovacuum: config.dbMaintenance === 'all' ? false : undefined });
+    const tables = config.dbMaintenance === 'off' ? undefined : await startTableMaintenance(db, logger, { autovacuum: config.dbMaintenance === 'all' ? false : undefined, loopMetrics: metrics?.loops });
     started.push(async () => tables?.stop());
     const authenticator = new Authenticator(db);
     await authenticator.start();
@@ -81,16 +103,16 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     const metricsListener = metrics && config.metricsPort !== undefined ? await startMetricsListener({ metrics, config, logger }, config.metricsPort) : undefined;
     started.push(async () => metricsListener?.close());
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
-    const delivery = await startDelivery({ db, config, logger, metrics: metrics?.delivery });
+    const delivery = await startDelivery({ db, config, logger, metrics: metrics?.delivery, loopMetrics: metrics?.loops });
     started.push(() => delivery.stop());
     // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
-    const incidents = startIncidents({ db, logger, asnCsv: config.asnDb });
+    const incidents = startIncidents({ db, logger, asnCsv: config.asnDb, loopMetrics: metrics?.loops });
     started.push(() => incidents.stop());
     // subscriptions: signed event sends and the request.captured producer (src/subscriptions/)
-    const subscriptions = await startSubscriptions({ db, config, logger });
+    const subscriptions = await startSubscriptions({ db, config, logger, loopMetrics: metrics?.loops });
     started.push(() => subscriptions.stop());
     // agents dial this listener; their deliveries are claimed by the node holding their socket (src/agents/gateway.ts)
-    const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName(), metrics: metrics?.delivery });
+    const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName(), metrics: metrics?.delivery, loopMetrics: metrics?.loops });
     metrics?.observe({ agentConnections: () => agents.connected });
     await agents.start(app.server);
     started.push(() => agents.stop());
@@ -98,7 +120,7 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
     urls.ingestUrl ||= `http://${urlHost(config.host)}:${ingest.port}`;
 
     let closing: Promise<void> | undefined;
-    return {
+    const running: RunningWeir = {
       db,
       apiPort,
       ingestPort: ingest.port,
@@ -126,6 +148,8 @@ export async function startWeir(config: Config, logger = createLogger(config)): 
         return closing;
       },
     };
+    closeNode = () => running.close();
+    return running;
   } catch (err) {
     await stopAll();
     throw err;

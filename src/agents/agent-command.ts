@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { DEFAULT_AGENT_MAX_BODY_BYTES } from './protocol.ts';
 import { AgentClient } from './client.ts';
 import { humanOutput, jsonOutput } from './output.ts';
 
@@ -9,7 +10,6 @@ const USAGE = `usage: weir agent --server <base_url> --token <token> [--json]
 Forwards what Weir hands this agent to 127.0.0.1:{port}{path} on this machine.
 Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 token refused, 2 bad usage.`;
 
-const DEFAULT_MAX_BODY = 10 * 1024 * 1024;
 
 /** This package's version, which the agent reports to the server. */
 export function version(): string {
@@ -51,7 +51,7 @@ export async function runAgentCommand(args: string[], env: Record<string, string
     process.stderr.write(`weir agent: ${problem}\n${USAGE}\n`);
     return 2;
   }
-  const maxBody = env.WEIR_MAX_BODY_BYTES && /^\d+$/.test(env.WEIR_MAX_BODY_BYTES) ? Number(env.WEIR_MAX_BODY_BYTES) : DEFAULT_MAX_BODY;
+  const maxBody = env.WEIR_MAX_BODY_BYTES && /^\d+$/.test(env.WEIR_MAX_BODY_BYTES) ? Number(env.WEIR_MAX_BODY_BYTES) : DEFAULT_AGENT_MAX_BODY_BYTES;
   const write = (stream: NodeJS.WriteStream) => (line: string) => void stream.write(line + '\n');
   const output = json ? jsonOutput(write(process.stdout)) : humanOutput(write(process.stdout), write(process.stderr));
   const client = new AgentClient({ server: server!.replace(/\/+$/, ''), token: token!, version: version(), maxBodyBytes: maxBody, output });

@@ -9,6 +9,7 @@ import {
   decodeFrame,
   encodeFrame,
   FRAME_OVERHEAD_BYTES,
+  MAX_FRAME_HEADER,
   frameBytes,
   HEARTBEAT_MS,
   LINK_TIMEOUT_MS,
@@ -107,6 +108,7 @@ export class AgentClient {
         'x-weir-agent-version': this.o.version,
         'x-weir-agent-hostname': hostname().slice(0, 100),
         'x-weir-agent-protocol': String(PROTOCOL_VERSION),
+        [MAX_FRAME_HEADER]: String(this.o.maxBodyBytes + FRAME_OVERHEAD_BYTES),
       },
       // bounded like the server's side: a captured body plus its headers
       maxPayload: this.o.maxBodyBytes + FRAME_OVERHEAD_BYTES,

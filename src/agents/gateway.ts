@@ -3,9 +3,11 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { createLoop, type Loop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { renewLeases } from '../delivery/claim.ts';
+import { failRevokedAgentDeliveries } from '../delivery/revoked-agent.ts';
 import type { AttemptResult, ClaimedDelivery, Transport } from '../delivery/transport.ts';
 import { DeliveryWorker } from '../delivery/worker.ts';
 import type { DeliveryMetrics } from '../metrics/metrics.ts';
@@ -19,11 +21,13 @@ import {
   CLOSE_REPLACED,
   CLOSE_TOKEN_INVALID,
   decodeFrame,
+  DEFAULT_AGENT_MAX_BODY_BYTES,
   encodeFrame,
   FRAME_OVERHEAD_BYTES,
   frameBytes,
   HEARTBEAT_MS,
   LINK_TIMEOUT_MS,
+  MAX_FRAME_HEADER,
   type AgentMessage,
   type HelloMessage,
 } from './protocol.ts';
@@ -33,6 +37,8 @@ export const AGENT_WINDOW = 32;
 /** The row check (revocation, re-issue, takeover) runs this often besides NOTIFY; the heartbeat write every HEARTBEAT_EVERY checks. */
 const CHECK_MS = 1_000;
 const HEARTBEAT_EVERY = 5;
+/** Deliveries queued for an agent after it was revoked are ended every this many checks (src/delivery/revoked-agent.ts). */
+const REVOKED_SWEEP_EVERY = 30;
 
 export interface GatewayDeps {
   db: Db;
@@ -42,6 +48,7 @@ export interface GatewayDeps {
   /** Called after each recorded outcome (benchmarks observe through it). */
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
   metrics?: DeliveryMetrics;
+  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -56,7 +63,7 @@ export class AgentGateway {
   private readonly wss: WebSocketServer;
   private readonly links = new Map<string, AgentLink>();
   readonly worker: DeliveryWorker;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly ticker: Loop<void>;
   private ticks = 0;
   private checking: Promise<void> | undefined;
   private recheck = false;
@@ -85,6 +92,18 @@ export class AgentGateway {
       onSettled: d.onSettled,
       metrics: d.metrics,
     });
+    this.ticker = createLoop({
+      name: 'agent_links',
+      everyMs: CHECK_MS,
+      // pings and heartbeat writes count ticks: keep them near their period
+      jitterMs: 50,
+      metrics: d.loopMetrics,
+      pass: async () => {
+        this.tick();
+        await this.checking;
+        if (this.ticks % REVOKED_SWEEP_EVERY === 0) await this.sweepRevoked();
+      },
+    });
   }
 
   /** Agents connected to this node. */
@@ -96,15 +115,14 @@ export class AgentGateway {
     server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head));
     this.unlisten = await this.d.db.listen(AGENTS_CHANNEL, () => this.check(false), () => this.check(false));
     await this.worker.start();
-    this.timer = setInterval(() => this.tick(), CHECK_MS);
-    this.timer.unref();
+    this.ticker.start();
   }
 
   /** Closes every link (the agents reconnect, perhaps to another node) and gives their deliveries back. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    clearInterval(this.timer);
+    await this.ticker.stop();
     await this.unlisten?.().catch(() => {});
     const closing = [...this.links.values()].map((l) => this.closeLink(l, 1001, 'server shutting down'));
     await Promise.all(closing);
@@ -137,7 +155,7 @@ export class AgentGateway {
       return typeof v === 'string' ? v.slice(0, 100) : null;
     };
     const connectionId = randomUUID();
-    const link = new AgentLink(agent.id, connectionId, ws, AGENT_WINDOW, () => this.worker.wake());
+    const link = new AgentLink(agent.id, connectionId, ws, AGENT_WINDOW, () => this.worker.wake(), maxFrameOf(req));
     ws.on('error', (err) => this.d.logger.debug({ err, agent: agent.id }, 'agent socket error'));
     ws.on('pong', () => (link.lastHeard = Date.now()));
     ws.on('message', (data, isBinary) => {
@@ -231,6 +249,17 @@ export class AgentGateway {
     this.check(this.ticks % HEARTBEAT_EVERY === 0);
   }
 
+  /** Ends the deliveries of revoked agents queued since their revocation (a destination may still name one). */
+  private async sweepRevoked(): Promise<void> {
+    try {
+      let n = 0;
+      for (let batch = -1; batch !== 0 && !this.stopped; n += batch) batch = await failRevokedAgentDeliveries(this.d.db, null);
+      if (n > 0) this.d.logger.warn({ deliveries: n }, 'failed deliveries queued for revoked agents');
+    } catch (err) {
+      this.d.logger.warn({ err }, 'could not fail the deliveries of revoked agents; retrying');
+    }
+  }
+
   /** Closes links whose row names another connection (replaced) or none (token re-issued, agent revoked); heartbeats the rest. */
   private check(touch: boolean): void {
     if (this.checking) {
@@ -257,6 +286,13 @@ export class AgentGateway {
         }
       });
   }
+}
+
+/** The agent's frame limit from its handshake; agents that do not send it accept the protocol's default. */
+function maxFrameOf(req: IncomingMessage): number {
+  const v = req.headers[MAX_FRAME_HEADER];
+  const n = typeof v === 'string' && /^\d{1,12}$/.test(v) ? Number(v) : 0;
+  return n >= FRAME_OVERHEAD_BYTES ? n : DEFAULT_AGENT_MAX_BODY_BYTES + FRAME_OVERHEAD_BYTES;
 }
 
 /** Answers an upgrade request that will not become a WebSocket, in the API's error envelope. */

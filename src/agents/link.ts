@@ -3,7 +3,7 @@ import { buildForwardRequest } from '../delivery/forward-request.ts';
 import { RESPONSE_BODY_CAP } from '../delivery/http-transport.ts';
 import { parseRetryAfter, type ErrorClass } from '../delivery/retry-policy.ts';
 import type { AttemptResult, ClaimedDelivery } from '../delivery/transport.ts';
-import { encodeFrame, type DeliverMessage, type ResultMessage } from './protocol.ts';
+import { DEFAULT_AGENT_MAX_BODY_BYTES, encodeFrame, FRAME_OVERHEAD_BYTES, type DeliverMessage, type ResultMessage } from './protocol.ts';
 
 /** What an agent may report; anything else is recorded as a network error. */
 const AGENT_ERROR_CLASSES: ReadonlySet<string> = new Set<ErrorClass>([
@@ -23,6 +23,8 @@ interface Pending {
   resolve: (r: AttemptResult) => void;
   sent: boolean;
   startedAt: Date;
+  /** When the frame went to the agent (epoch ms): the attempt cannot have started earlier. */
+  sentAt: number;
 }
 
 /**
@@ -47,6 +49,8 @@ export class AgentLink {
     private readonly window: number,
     /** Called when the link's load falls to half its window: room for the worker's next claim. */
     private readonly onRoom: () => void = () => {},
+    /** The largest frame the agent accepts (MAX_FRAME_HEADER). */
+    readonly maxFrameBytes = DEFAULT_AGENT_MAX_BODY_BYTES + FRAME_OVERHEAD_BYTES,
   ) {}
 
   /** Whether the worker may claim more for this agent: its load is at most half the window (claims come in batches). */
@@ -69,7 +73,7 @@ export class AgentLink {
     const port = d.targetPort ?? 0;
     const req = buildForwardRequest(d.capture!, `http://127.0.0.1:${port}${d.targetPath ?? '/'}`, d.methodOverride);
     return new Promise((resolve) => {
-      const entry: Pending = { delivery: d, url: req.url, resolve, sent: false, startedAt };
+      const entry: Pending = { delivery: d, url: req.url, resolve, sent: false, startedAt, sentAt: 0 };
       this.pending.set(d.id, entry);
       signal.addEventListener(
         'abort',
@@ -94,7 +98,23 @@ export class AgentLink {
         method: req.method,
         headers: req.headers,
       };
-      this.outbox.set(d.id, encodeFrame(message, req.body));
+      const frame = encodeFrame(message, req.body);
+      if (frame.length > this.maxFrameBytes) {
+        // The agent would close the link on this frame, and the delivery
+        // would come back at every reconnect: it fails alone, the link stays.
+        this.pending.delete(d.id);
+        resolve({
+          startedAt,
+          durationMs: 0,
+          url: req.url,
+          errorClass: 'invalid_request',
+          errorMessage:
+            `the request (${req.body.length} bytes of body) does not fit the agent link's frame limit of ${this.maxFrameBytes} bytes; ` +
+            `raise WEIR_MAX_BODY_BYTES where the agent runs, or forward it over HTTPS`,
+        });
+        return;
+      }
+      this.outbox.set(d.id, frame);
       this.waiting.push(d.id);
       this.pump();
     });
@@ -111,6 +131,7 @@ export class AgentLink {
       const entry = this.pending.get(id);
       if (!entry || !frame) continue;
       entry.sent = true;
+      entry.sentAt = Date.now();
       this.unanswered++;
       this.ws.send(frame);
     }
@@ -139,10 +160,17 @@ function toAttempt(msg: ResultMessage, body: Buffer, entry: Pending): AttemptRes
   let errorClass = typeof msg.error_class === 'string' ? (AGENT_ERROR_CLASSES.has(msg.error_class) ? (msg.error_class as ErrorClass) : 'network_error') : undefined;
   if (status === undefined && errorClass === undefined) errorClass = 'network_error';
   const retryAfter = headers?.find(([n]) => n.toLowerCase() === 'retry-after')?.[1];
-  const started = Date.parse(msg.started_at);
+  // The agent's clock is not ours and its report is not trusted: the
+  // attempt happened between the frame leaving this node and its result
+  // arriving, so started_at is clamped to that window and the duration to
+  // what is left of it.
+  const now = Date.now();
+  const reported = Date.parse(msg.started_at);
+  const started = Math.min(Math.max(Number.isFinite(reported) ? reported : entry.sentAt, entry.sentAt), now);
+  const duration = Number.isFinite(msg.duration_ms) ? Math.max(0, Math.round(msg.duration_ms)) : 0;
   return {
-    startedAt: Number.isFinite(started) ? new Date(started) : entry.startedAt,
-    durationMs: Number.isFinite(msg.duration_ms) ? Math.max(0, Math.round(msg.duration_ms)) : 0,
+    startedAt: new Date(started),
+    durationMs: Math.min(duration, now - started),
     url: entry.url,
     statusCode: status,
     errorClass,

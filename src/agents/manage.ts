@@ -1,5 +1,6 @@
 import { recordAudit, type Actor } from '../auth/audit.ts';
 import { notify, type Db } from '../db/db.ts';
+import { failRevokedAgentDeliveries } from '../delivery/revoked-agent.ts';
 import type { PlanTable } from '../orgs/plans.ts';
 import { getOrganization } from '../orgs/organizations.ts';
 import {
@@ -99,7 +100,8 @@ export async function reissueAgentToken(db: Db, organizationId: string, id: stri
 
 /**
  * Revokes an agent for good: its token stops, its connection closes on
- * whichever node holds it, and it no longer counts toward max_agents.
+ * whichever node holds it, it no longer counts toward max_agents, and the
+ * deliveries it still owes end `failed` (src/delivery/revoked-agent.ts).
  * Revoking a revoked agent changes nothing and records nothing.
  */
 export async function revokeAgent(db: Db, organizationId: string, id: string, actor: Actor): Promise<ManageResult> {
@@ -112,7 +114,10 @@ export async function revokeAgent(db: Db, organizationId: string, id: string, ac
         where id = $1::uuid and organization_id = $2::uuid returning ${COLUMNS}`,
       [id, organizationId],
     );
-    await recordAudit(tx, organizationId, actor, 'agent.revoked', { type: 'agent', id, name: rows[0].name });
+    // its waiting deliveries end now, in the same transaction: none can be claimed for a revoked agent in between
+    let failed = 0;
+    for (let n = -1; n !== 0; failed += n) n = await failRevokedAgentDeliveries(tx, id);
+    await recordAudit(tx, organizationId, actor, 'agent.revoked', { type: 'agent', id, name: rows[0].name }, failed > 0 ? { deliveries_failed: failed } : undefined);
     await notify(tx, AGENTS_CHANNEL, id);
     return { ok: true, agent: rows[0] };
   });

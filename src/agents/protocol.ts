@@ -19,6 +19,19 @@ export const LINK_TIMEOUT_MS = 10_000;
 /** Room for a delivery's headers and JSON framing on top of the body (captured headers are capped far below this). */
 export const FRAME_OVERHEAD_BYTES = 256 * 1024;
 
+/**
+ * The agent's body limit when it does not say (agents before the
+ * x-weir-agent-max-frame header; the agent CLI's WEIR_MAX_BODY_BYTES default).
+ */
+export const DEFAULT_AGENT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+/**
+ * Sent by the agent at the handshake: the largest frame it accepts (its
+ * WebSocket maxPayload). A larger frame would make it drop the link, and the
+ * delivery would come back on every reconnect: the gateway refuses such a
+ * delivery instead (src/agents/link.ts).
+ */
+export const MAX_FRAME_HEADER = 'x-weir-agent-max-frame';
+
 /** Close codes: the token no longer works (revoked or re-issued) and a newer connection took the agent over. Both stop the agent. */
 export const CLOSE_TOKEN_INVALID = 4001;
 export const CLOSE_REPLACED = 4002;

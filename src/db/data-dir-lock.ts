@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { createLoop } from '../background/scheduler.ts';
 import { systemProbe, type ProcessProbe } from './process-identity.ts';
 
 /**
@@ -158,14 +159,24 @@ function removeStale(path: string, judged: string): void {
 export interface DataDirLock {
   /** Stops the heartbeat and removes the lock file if it is still ours. */
   release(): void;
+  /** True once the heartbeat found the folder owned by another process: nothing may write it from then on. */
+  readonly lost: boolean;
 }
 
 export interface LockOptions {
   /** How long to wait for an owner that looks alive to go away (one killed a moment ago may still be exiting). */
   waitMs?: number;
   probe?: ProcessProbe;
-  /** Told when the heartbeat finds the lock file gone or taken over. */
+  /**
+   * Told once when the heartbeat finds the folder owned by another process
+   * (its record in the lock file): this process must stop writing the
+   * database at once. Called at most once; `lost` is true from then on.
+   */
   onLost?: (msg: string) => void;
+  /** Told when the lock file was deleted and this process wrote its record again (it still owns the folder). */
+  onRestored?: (msg: string) => void;
+  /** How often the heartbeat runs (default 10 s; tests use less). */
+  heartbeatMs?: number;
   /** Told when a stale lock is taken over, and why it was stale. */
   onTakeover?: (msg: string) => void;
 }
@@ -199,31 +210,59 @@ export async function lockDataDir(dir: string, opts: LockOptions = {}): Promise<
     await new Promise((r) => setTimeout(r, 100));
   }
 
-  // The heartbeat renews the mtime (what another host judges by) and checks the file is still ours.
-  const heartbeat = setInterval(() => {
+  // The heartbeat renews the mtime (what another host judges by) and checks
+  // the file is still ours. Another process's record means it judged ours
+  // stale and took the folder: from then on it writes the database, so this
+  // process must not write another byte (two writers corrupt it). Going on
+  // "with a warning" is not an option; the owner of the lock decides what
+  // stopping means (src/db/open.ts fences the database, the server exits).
+  let lost = false;
+  const loseTo = (why: string) => {
+    if (lost) return;
+    lost = true;
+    void heartbeat.stop();
+    opts.onLost?.(`lost the lock of WEIR_DATA_DIR ${dir}: ${why}; this process stops writing the embedded database`);
+  };
+  const beat = () => {
+    if (lost) return;
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return; // unreadable for now: the next beat tries again
+      // Deleted (by hand, or a cleaner of temporary folders): nobody else
+      // took it, so write our record again; if another process got there
+      // first, the folder is theirs.
+      try {
+        if (createExclusive(path, content)) {
+          opts.onRestored?.(`the lock file ${path} was deleted; wrote this process's record again`);
+          return;
+        }
+      } catch {
+        return; // the next beat tries again
+      }
+      const now = readLock(path);
+      if (now && now.text !== content) loseTo(`the lock file ${path} was deleted and another process wrote its own (${describeOwner(now.text)})`);
+      return;
+    }
+    if (text !== content) return loseTo(`the lock file ${path} now names another process (${describeOwner(text)})`);
     try {
       const now = new Date();
-      if (readFileSync(path, 'utf8') !== content) {
-        opts.onLost?.(`the lock file ${path} was taken over by another process; two processes may now be writing the embedded database`);
-        return;
-      }
       utimesSync(path, now, now);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-        opts.onLost?.(`the lock file ${path} was deleted; writing it again`);
-        try {
-          createExclusive(path, content);
-        } catch {
-          // the next beat tries again
-        }
-      }
+    } catch {
+      // the next beat renews it
     }
-  }, HEARTBEAT_MS);
-  heartbeat.unref();
+  };
+  const heartbeat = createLoop({ name: 'data_dir_lock', everyMs: opts.heartbeatMs ?? HEARTBEAT_MS, pass: async () => beat() });
+  heartbeat.start();
 
   return {
+    get lost() {
+      return lost;
+    },
     release() {
-      clearInterval(heartbeat);
+      void heartbeat.stop();
+      if (lost) return;
       try {
         if (readFileSync(path, 'utf8') === content) unlinkSync(path);
       } catch {
@@ -231,4 +270,10 @@ export async function lockDataDir(dir: string, opts: LockOptions = {}): Promise<
       }
     },
   };
+}
+
+function describeOwner(text: string): string {
+  const rec = parse(text);
+  if (!rec) return 'an unreadable record';
+  return `pid ${rec.pid}${rec.host && rec.host !== hostname() ? ` on host ${rec.host}` : ''}`;
 }

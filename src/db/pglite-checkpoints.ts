@@ -1,3 +1,4 @@
+import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { PGlite } from '@electric-sql/pglite';
 
 export interface CheckpointOptions {
@@ -11,6 +12,9 @@ export interface CheckpointOptions {
   onError?: (err: unknown) => void;
   /** Told after each check: when it started (epoch ms) and whether it checkpointed (tests observe the checker through it). */
   onCheck?: (check: { startedAt: number; checkpointed: boolean; checkpointMs?: number }) => void;
+  loopMetrics?: LoopMetrics;
+  /** False when the folder must not be written any more (its lock was lost): no checkpoint runs then. */
+  writable?: () => boolean;
 }
 
 export interface Checkpoints {
@@ -46,7 +50,6 @@ export function startCheckpoints(pg: PGlite, opts: CheckpointOptions = {}): Chec
   let last = Date.now();
   /** The insert position right after our last checkpoint: nothing written since when it has not moved. */
   let quietAt: string | undefined;
-  let running: Promise<void> | undefined;
   let stopped = false;
 
   const check = async () => {
@@ -65,21 +68,24 @@ export function startCheckpoints(pg: PGlite, opts: CheckpointOptions = {}): Chec
     opts.onCheck?.({ startedAt, checkpointed: true, checkpointMs });
   };
 
-  const timer = setInterval(() => {
-    if (running || stopped || pg.closed) return;
-    running = check()
-      .catch((err) => {
-        if (!stopped && !pg.closed) opts.onError?.(err);
-      })
-      .finally(() => (running = undefined));
-  }, opts.checkEveryMs ?? CHECK_EVERY_MS);
-  timer.unref();
+  const loop = createLoop({
+    name: 'pglite_checkpoint',
+    everyMs: opts.checkEveryMs ?? CHECK_EVERY_MS,
+    metrics: opts.loopMetrics,
+    onError: (err) => {
+      if (!pg.closed) opts.onError?.(err);
+    },
+    pass: async () => {
+      if (stopped || pg.closed || opts.writable?.() === false) return;
+      await check();
+    },
+  });
+  loop.start();
 
   return {
     async stop() {
       stopped = true;
-      clearInterval(timer);
-      await running;
+      await loop.stop();
     },
   };
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { UnsupportedPostgresError, unsupportedPostgres } from './server-version.ts';
 import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
 
 type Conn = pg.Pool | pg.PoolClient;
@@ -170,7 +171,14 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
   const pool = new pg.Pool({ connectionString, max: opts.poolSize ?? 10 });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', (err) => log('idle database connection error', err));
-  await pool.query('select 1');
+  const { rows } = await pool.query<{ num: number; version: string }>(
+    `select current_setting('server_version_num')::int as num, current_setting('server_version') as version`,
+  );
+  const refused = unsupportedPostgres(rows[0].num, rows[0].version);
+  if (refused) {
+    await pool.end();
+    throw new UnsupportedPostgresError(refused);
+  }
   const listener = new Listener(connectionString, log);
   return {
     kind: 'postgres',

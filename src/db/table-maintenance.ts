@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Db, Queryable } from './db.ts';
 
 /**
@@ -212,7 +213,7 @@ export interface TableMaintenance {
 export async function startTableMaintenance(
   db: Db,
   logger: Pick<Logger, 'info' | 'warn' | 'error'>,
-  opts: TableMaintenanceOptions & { checkEveryMs?: number } = {},
+  opts: TableMaintenanceOptions & { checkEveryMs?: number; loopMetrics?: LoopMetrics } = {},
 ): Promise<TableMaintenance> {
   const autovacuum = db.kind === 'pglite' ? false : opts.autovacuum;
   // On PGlite an analyze holds up every other query for its length, and
@@ -225,49 +226,26 @@ export async function startTableMaintenance(
   if (db.kind === 'postgres' && autovacuum === undefined && !(await serverAutovacuum(db))) {
     logger.warn('autovacuum is off on this PostgreSQL server: Weir analyzes and vacuums its own tables');
   }
-  let stopping = false;
-  let running: Promise<MaintenanceStep[] | undefined> = Promise.resolve(undefined);
-
-  const pass = () =>
-    db.session(async (conn) => {
-      if (db.kind === 'postgres') {
-        const { rows } = await conn.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [TABLE_MAINTENANCE_LOCK_KEY]);
-        if (!rows[0].ok) return undefined;
-      }
-      try {
-        return await maintainTables(conn, { ...opts, autovacuum, statisticsTarget }, () => stopping);
-      } finally {
-        if (db.kind === 'postgres') await conn.query('select pg_advisory_unlock($1)', [TABLE_MAINTENANCE_LOCK_KEY]);
-      }
-    });
-  const schedule = () => {
-    running = running.then(async () => {
-      if (stopping) return undefined;
-      try {
-        const steps = await pass();
-        for (const s of steps ?? []) logger.info({ table: s.table, action: s.action, why: s.why, ms: s.ms }, 'table maintained');
-        return steps;
-      } catch (err) {
-        if (!stopping) logger.error({ err }, 'table maintenance failed; retrying at the next check');
-        return undefined;
-      }
-    });
-    return running;
-  };
-
-  let busy = false;
-  const timer = setInterval(() => {
-    if (busy || stopping) return;
-    busy = true;
-    void schedule().finally(() => (busy = false));
-  }, opts.checkEveryMs ?? CHECK_EVERY_MS);
-  timer.unref();
-  return {
-    runOnce: schedule,
-    async stop() {
-      stopping = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const loop = createLoop({
+    name: 'table_maintenance',
+    everyMs: opts.checkEveryMs ?? CHECK_EVERY_MS,
+    metrics: opts.loopMetrics,
+    onError: (err) => logger.error({ err }, 'table maintenance failed; retrying at the next check'),
+    pass: (signal) =>
+      db.session(async (conn) => {
+        if (db.kind === 'postgres') {
+          const { rows } = await conn.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [TABLE_MAINTENANCE_LOCK_KEY]);
+          if (!rows[0].ok) return undefined;
+        }
+        try {
+          const steps = await maintainTables(conn, { ...opts, autovacuum, statisticsTarget }, () => signal.aborted);
+          for (const s of steps) logger.info({ table: s.table, action: s.action, why: s.why, ms: s.ms }, 'table maintained');
+          return steps;
+        } finally {
+          if (db.kind === 'postgres') await conn.query('select pg_advisory_unlock($1)', [TABLE_MAINTENANCE_LOCK_KEY]);
+        }
+      }),
+  });
+  loop.start();
+  return { runOnce: () => loop.runOnce(), stop: () => loop.stop() };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { DeliveryMetrics } from '../metrics/metrics.ts';
@@ -17,6 +18,7 @@ export interface DeliveryDeps {
   config: Config;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  loopMetrics?: LoopMetrics;
 }
 
 export interface RunningDelivery {
@@ -55,22 +57,21 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
   await worker.start();
   // Deliveries live as long as their captures: past the longest plan
   // retention the capture is gone (its partition dropped), so they go too.
-  let stopping = false;
-  let sweeping: Promise<unknown> = Promise.resolve();
-  const sweep = () => {
-    sweeping = sweepDeliveries(db, new Date(Date.now() - longestRetentionDays(config.plans) * DAY_MS), 5_000, () => stopping).then(
-      (n) => n > 0 && logger.info({ deleted: n }, 'deleted deliveries of captures past retention'),
-      (err) => logger.warn({ err }, 'delivery retention sweep failed; retrying next hour'),
-    );
-  };
-  const timer = setInterval(sweep, SWEEP_EVERY_MS);
-  timer.unref();
+  const sweep = createLoop({
+    name: 'delivery_retention',
+    everyMs: SWEEP_EVERY_MS,
+    metrics: deps.loopMetrics,
+    onError: (err) => logger.warn({ err }, 'delivery retention sweep failed; retrying next hour'),
+    async pass(signal) {
+      const n = await sweepDeliveries(db, new Date(Date.now() - longestRetentionDays(config.plans) * DAY_MS), 5_000, () => signal.aborted);
+      if (n > 0) logger.info({ deleted: n }, 'deleted deliveries of captures past retention');
+    },
+  });
+  sweep.start();
   return {
     worker,
     async stop(graceMs) {
-      stopping = true;
-      clearInterval(timer);
-      await Promise.all([worker.stop(graceMs), sweeping]);
+      await Promise.all([worker.stop(graceMs), sweep.stop()]);
     },
   };
 }

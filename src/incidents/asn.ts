@@ -1,7 +1,7 @@
-import { lookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
+import { defaultHostResolver, type HostResolver } from './host-resolver.ts';
 
 /**
  * IP address -> autonomous system, offline: the operator's CSV
@@ -217,14 +217,12 @@ export async function asnOfAddress(ip: string, operatorCsv?: string): Promise<As
   return find(await bundled, ip);
 }
 
-const RESOLVE_TIMEOUT_MS = 2_000;
-
 /**
  * The AS of a destination URL's host (a literal address, or the first
- * address the system resolver gives, within 2 s); undefined when the host
- * does not resolve or is in no table.
+ * address the resolver gives: within 2 s, cached, see host-resolver.ts);
+ * undefined when the host does not resolve or is in no table.
  */
-export async function asnOfUrl(url: string, operatorCsv?: string): Promise<AsnInfo | undefined> {
+export async function asnOfUrl(url: string, operatorCsv?: string, resolver: HostResolver = defaultHostResolver): Promise<AsnInfo | undefined> {
   let host: string;
   try {
     const u = new URL(url);
@@ -235,10 +233,7 @@ export async function asnOfUrl(url: string, operatorCsv?: string): Promise<AsnIn
   }
   let ip = host;
   if (isIP(host) === 0) {
-    const resolved = await Promise.race([
-      lookup(host).then((r) => r.address, () => undefined),
-      new Promise<undefined>((r) => setTimeout(() => r(undefined), RESOLVE_TIMEOUT_MS).unref()),
-    ]);
+    const resolved = await resolver.resolve(host);
     if (!resolved) return undefined;
     ip = resolved;
   }

@@ -2,6 +2,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { getForwardDestination } from '../destinations/forward-destinations.ts';
 import { asnOfUrl, type AsnInfo } from './asn.ts';
+import type { HostResolver } from './host-resolver.ts';
 import { likelyCause, withProviderOutage, type CauseEvidence } from './cause.ts';
 import { announceForwardFailures } from './failure-events.ts';
 import { announceIncident } from './events.ts';
@@ -20,7 +21,7 @@ import { addUpdate, destinationIdOf, INCIDENT_COLUMNS, type IncidentRow } from '
  */
 
 /** Any constant works; every Weir node must use the same one. */
-const CORRELATOR_LOCK_KEY = 7_420_913_011;
+export const CORRELATOR_LOCK_KEY = 7_420_913_011;
 
 /** A failure of a scope whose last incident was resolved less than this ago reopens as a recurrence. */
 export const RECURRENCE_WINDOW_MS = 24 * 60 * 60_000;
@@ -34,6 +35,8 @@ export interface CorrelateOptions {
   batchSize?: number;
   /** WEIR_ASN_DB. */
   asnCsv?: string;
+  /** DNS for destination hosts; the node's shared cache by default. */
+  resolver?: HostResolver;
 }
 
 interface FailureRow {
@@ -48,15 +51,38 @@ interface FailureRow {
 /**
  * Correlates one batch of uncorrelated failures. Returns how many were
  * correlated, or null when another node holds the correlator lock.
+ *
+ * DNS happens before the transaction: the batch's destination URLs are read
+ * without the lock, their ASNs looked up (timeout and cache in
+ * host-resolver.ts), and only then does the transaction take the lock and
+ * correlate the failures of that batch whose URL was looked up. A failure
+ * recorded meanwhile with another URL waits for the next batch, so no
+ * lookup ever runs while the lock and the transaction are held.
  */
 export async function correlateFailures(db: Db, o: CorrelateOptions = {}): Promise<number | null> {
+  const limit = o.batchSize ?? CORRELATE_BATCH;
+  const { rows: peek } = await db.query<{ destination_url: string; last: string }>(
+    `select destination_url, max(id::text) as last from (
+       select id, destination_url from incident_failures where incident_id is null order by id limit $1) b
+      group by destination_url`,
+    [limit],
+  );
+  if (peek.length === 0) return 0;
+  const urls = peek.map((p) => p.destination_url);
+  const last = peek.reduce((m, p) => (p.last > m ? p.last : m), peek[0].last);
+  // Looked up for every URL of the batch, even those whose incident is open
+  // already (they need none): the cache makes the repeat cheap, and knowing
+  // which scopes open an incident needs the transaction.
+  const asnOfDestination = new Map(await Promise.all(urls.map(async (u) => [u, await asnOfUrl(u, o.asnCsv, o.resolver).catch(() => undefined)] as const)));
   return db.transaction(async (tx) => {
     const { rows: lock } = await tx.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1) as ok', [CORRELATOR_LOCK_KEY]);
     if (!lock[0].ok) return null;
     const { rows } = await tx.query<FailureRow>(
       `select id, organization_id, scope_key, endpoint_id, forward_destination_id, destination_url
-         from incident_failures where incident_id is null order by id limit $1`,
-      [o.batchSize ?? CORRELATE_BATCH],
+         from incident_failures
+        where incident_id is null and id <= $2::uuid and destination_url = any($3::text[])
+        order by id limit $1`,
+      [limit, last, urls],
     );
     const groups = new Map<string, FailureRow[]>();
     for (const r of rows) {
@@ -65,15 +91,10 @@ export async function correlateFailures(db: Db, o: CorrelateOptions = {}): Promi
       if (g) g.push(r);
       else groups.set(k, [r]);
     }
-    // The scopes' current incidents first, then the ASN of every destination
-    // about to open one, looked up together: DNS waits overlap instead of
-    // adding up while the lock is held.
     const latest = new Map<string, IncidentRow | undefined>();
     for (const [k, failures] of groups) latest.set(k, await latestIncident(tx, failures[0]));
     const opening = [...groups].filter(([k]) => latest.get(k)?.status !== 'open' && latest.get(k)?.status !== 'investigating');
-    const asns = new Map(
-      await Promise.all(opening.map(async ([k, f]) => [k, await asnOfUrl(f[0].destination_url, o.asnCsv).catch(() => undefined)] as const)),
-    );
+    const asns = new Map(opening.map(([k, f]) => [k, asnOfDestination.get(f[0].destination_url)] as const));
     const asnsTouched = new Set<string>();
     const opened: IncidentRow[] = [];
     for (const [k, failures] of groups) {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Db } from '../db/db.ts';
 import { correlateAll } from './correlate.ts';
 import { QUIET_PERIOD_MS, resolveRecovered } from './lifecycle.ts';
@@ -16,6 +17,7 @@ export interface IncidentDeps {
   tickMs?: number;
   quietMs?: number;
   resolveEveryMs?: number;
+  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -25,13 +27,15 @@ export interface IncidentDeps {
  * (both safe on every node at once). A tick that fails is logged and retried on the next:
  * the failures wait, durable, in their table.
  */
-export function startIncidents(deps: IncidentDeps): { stop(): Promise<void> } {
+export function startIncidents(deps: IncidentDeps): { stop(): Promise<void>; runOnce(): Promise<void> } {
   const log = deps.logger.child({ component: 'incidents' });
-  let stopped = false;
-  let running: Promise<void> = Promise.resolve();
   let lastResolve = 0;
-  const tick = async () => {
-    try {
+  const loop = createLoop({
+    name: 'incidents',
+    everyMs: deps.tickMs ?? INCIDENT_TICK_MS,
+    metrics: deps.loopMetrics,
+    onError: (err) => log.error({ err }, 'incident tick failed; retrying'),
+    async pass() {
       await correlateAll(deps.db, { asnCsv: deps.asnCsv });
       if (Date.now() - lastResolve >= (deps.resolveEveryMs ?? RESOLVE_EVERY_MS)) {
         lastResolve = Date.now();
@@ -40,18 +44,8 @@ export function startIncidents(deps: IncidentDeps): { stop(): Promise<void> } {
       }
       const { paused } = await superviseReplayBatches(deps.db);
       if (paused.length > 0) log.warn({ batches: paused }, 'paused replay batches whose destination fails again');
-    } catch (err) {
-      if (!stopped) log.error({ err }, 'incident tick failed; retrying');
-    }
-  };
-  const timer = setInterval(() => {
-    running = running.then(tick);
-  }, deps.tickMs ?? INCIDENT_TICK_MS);
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
     },
-  };
+  });
+  loop.start();
+  return { stop: () => loop.stop(), runOnce: async () => void (await loop.runOnce()) };
 }

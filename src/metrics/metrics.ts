@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LoopMetrics } from '../background/scheduler.ts';
 import type { Db } from '../db/db.ts';
 import { LeanHistogram } from './lean-histogram.ts';
 
@@ -42,6 +43,8 @@ export class WeirMetrics {
   readonly registry = new Registry();
   readonly ingest: IngestMetrics;
   readonly delivery: DeliveryMetrics;
+  /** Every background loop's passes (src/background/scheduler.ts). */
+  readonly loops: LoopMetrics;
   private readonly checkpoint: Histogram;
   private readonly sources: MetricSources = {};
 
@@ -169,6 +172,29 @@ export class WeirMetrics {
         if (s) this.set(s.waiting);
       },
     });
+    // One series per loop: loop names are a fixed set written in the code.
+    const loopPass = new Histogram({
+      name: 'weir_loop_pass_seconds',
+      help: 'Duration of one pass of a background loop.',
+      labelNames: ['loop'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      registers: [r],
+    });
+    const loopLag = new Histogram({
+      name: 'weir_loop_lag_seconds',
+      help: 'How late a background loop pass started after it was due (a previous pass overran, or the event loop was busy).',
+      labelNames: ['loop'],
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers: [r],
+    });
+    const loopErrors = new Counter({ name: 'weir_loop_errors_total', help: 'Background loop passes that failed.', labelNames: ['loop'], registers: [r] });
+    this.loops = {
+      pass: (loop, { seconds, lagSeconds, failed }) => {
+        loopPass.labels(loop).observe(seconds);
+        loopLag.labels(loop).observe(lagSeconds);
+        loopErrors.labels(loop).inc(failed ? 1 : 0);
+      },
+    };
     this.checkpoint = new Histogram({
       name: 'weir_pglite_checkpoint_seconds',
       help: 'Duration of the checkpoints Weir runs for PGlite (src/db/pglite-checkpoints.ts).',

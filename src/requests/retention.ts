@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Db } from '../db/db.ts';
 import { PLAN_NAMES, type PlanTable } from '../orgs/plans.ts';
 import { idFloor } from './capture-ids.ts';
@@ -102,47 +103,44 @@ export interface CaptureMaintenance {
  * coming days, dropping days past the longest retention, and the retention
  * sweep. Several nodes may run it at once: the advisory try-locks make all
  * but one skip each step. Partitions are made once, awaited, before the
- * ingest listener opens; the sweep runs in the background.
+ * ingest listener opens; the sweep runs in the background, first 5 s after
+ * start (a full sweep), then every ten minutes (full once a day).
  */
-export async function startCaptureMaintenance(deps: { db: Db; config: Config; logger: Logger }): Promise<CaptureMaintenance> {
+export async function startCaptureMaintenance(deps: { db: Db; config: Config; logger: Logger; loopMetrics?: LoopMetrics }): Promise<CaptureMaintenance> {
   const { db, config, logger } = deps;
-  let stopping = false;
   let lastFull = 0;
-  let running: Promise<void> = Promise.resolve();
+  /** A full sweep asked for by runOnce(true); the timer's passes decide by lastFull. */
+  let forceFull = false;
 
   const partitions = async () => {
     const report = await maintainPartitions(db, Date.now(), longestRetentionDays(config.plans));
     if (report.created.length || report.dropped.length) logger.info({ created: report.created, dropped: report.dropped }, 'capture partitions maintained');
     for (const s of report.skipped) logger.warn({ partition: s.name, why: s.why }, 'capture partition step skipped');
   };
-  const pass = async (full: boolean) => {
-    try {
-      await partitions();
+  const loop = createLoop({
+    name: 'capture_retention',
+    everyMs: RUN_EVERY_MS,
+    firstAfterMs: 5_000,
+    metrics: deps.loopMetrics,
+    onError: (err) => logger.error({ err }, 'capture maintenance failed; retrying at the next run'),
+    async pass(signal) {
       const now = Date.now();
-      const deleted = await sweepExpiredCaptures(db, config.plans, now, { full, stopping: () => stopping });
+      const full = forceFull || now - lastFull >= FULL_SWEEP_EVERY_MS;
+      forceFull = false;
+      await partitions();
+      const deleted = await sweepExpiredCaptures(db, config.plans, now, { full, stopping: () => signal.aborted });
       if (full) lastFull = now;
       if (deleted > 0) logger.info({ deleted, full }, 'expired captures deleted');
-    } catch (err) {
-      if (!stopping) logger.error({ err }, 'capture maintenance failed; retrying at the next run');
-    }
-  };
-  const schedule = (full: boolean) => {
-    running = running.then(() => (stopping ? undefined : pass(full)));
-    return running;
-  };
+    },
+  });
 
   await partitions().catch((err) => logger.error({ err }, 'creating capture partitions failed; captures go to the default partition'));
-  const first = setTimeout(() => void schedule(true), 5_000);
-  const timer = setInterval(() => void schedule(Date.now() - lastFull >= FULL_SWEEP_EVERY_MS), RUN_EVERY_MS);
-  first.unref();
-  timer.unref();
+  loop.start();
   return {
-    runOnce: (full = true) => schedule(full),
-    async stop() {
-      stopping = true;
-      clearTimeout(first);
-      clearInterval(timer);
-      await running;
+    async runOnce(full = true) {
+      forceFull ||= full;
+      await loop.runOnce();
     },
+    stop: () => loop.stop(),
   };
 }

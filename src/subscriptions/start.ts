@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../delivery/http-transport.ts';
@@ -17,6 +18,7 @@ export interface SubscriptionDeps {
   logger: Logger;
   tickMs?: number;
   settleMs?: number;
+  loopMetrics?: LoopMetrics;
 }
 
 /**
@@ -47,24 +49,18 @@ export async function startSubscriptions(deps: SubscriptionDeps, transport: Part
     pollMs: config.deliveryPollMs,
   });
   await worker.start();
-  let stopped = false;
-  let running: Promise<void> = Promise.resolve();
-  const tick = async () => {
-    try {
-      await produceCaptureEvents(db, { settleMs: deps.settleMs });
-    } catch (err) {
-      if (!stopped) log.error({ err }, 'producing request.captured events failed; retrying');
-    }
-  };
-  const timer = setInterval(() => {
-    running = running.then(tick);
-  }, deps.tickMs ?? PRODUCE_TICK_MS);
+  const producer = createLoop({
+    name: 'capture_events',
+    everyMs: deps.tickMs ?? PRODUCE_TICK_MS,
+    metrics: deps.loopMetrics,
+    onError: (err) => log.error({ err }, 'producing request.captured events failed; retrying'),
+    pass: () => produceCaptureEvents(db, { settleMs: deps.settleMs }),
+  });
+  producer.start();
   return {
     worker,
     async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
+      await producer.stop();
       await worker.stop();
     },
   };

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.ts';
 import { psProcessInfo, systemProbe, type ProcessProbe } from '../../src/db/process-identity.ts';
+import { DataDirLockLostError, openDb } from '../../src/db/open.ts';
+import { testConfig } from '../helpers/app.ts';
 import { http, startWeirProcess } from '../helpers/weir-process.ts';
 
 // The lock is about the embedded database's folder: these tests give Weir a
@@ -156,5 +158,85 @@ describe('data-directory lock', () => {
       startWeirProcess({ WEIR_DATA_DIR: dir }),
       new RegExp(`in use by another Weir process: pid ${weir.child.pid} \\([^)]*bin/weir\\.mjs serve\\)[^]*delete ${join(dir, LOCK_FILE)}`),
     );
+  });
+
+  describe('losing the lock while running', () => {
+    const deadline = async (what: string, ok: () => boolean, ms = 20_000) => {
+      const end = Date.now() + ms;
+      while (!ok()) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+
+    it('tells onLost once when another process writes its record, and leaves that record alone on release', async () => {
+      const dir = freshDir();
+      const lost: string[] = [];
+      const lock = await lockDataDir(dir, { heartbeatMs: 10, onLost: (m) => lost.push(m) });
+      const pid = await unrelatedProcess();
+      const theirs = recordOf(pid);
+      writeLock(dir, theirs);
+      await deadline('onLost', () => lost.length > 0);
+      assert.equal(lock.lost, true);
+      assert.match(lost[0], new RegExp(`lost the lock of WEIR_DATA_DIR ${dir}: the lock file .* now names another process \\(pid ${pid}\\); this process stops writing`));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(lost.length, 1);
+      lock.release();
+      assert.equal(readFileSync(join(dir, LOCK_FILE), 'utf8'), theirs);
+    });
+
+    it('writes its record again when the lock file is deleted, and keeps the folder', async () => {
+      const dir = freshDir();
+      const lost: string[] = [];
+      const restored: string[] = [];
+      const lock = await lockDataDir(dir, { heartbeatMs: 10, onLost: (m) => lost.push(m), onRestored: (m) => restored.push(m) });
+      rmSync(join(dir, LOCK_FILE));
+      await deadline('the record written again', () => existsSync(join(dir, LOCK_FILE)));
+      assert.equal(owner(dir).pid, process.pid);
+      assert.match(restored[0], /was deleted; wrote this process's record again/);
+      assert.equal(lock.lost, false);
+      assert.deepEqual(lost, []);
+      lock.release();
+      assert.equal(existsSync(join(dir, LOCK_FILE)), false);
+    });
+
+    it('a database whose folder was taken over refuses every statement, in a transaction too', async () => {
+      const dir = freshDir();
+      const lost: string[] = [];
+      const db = await openDb({ ...testConfig(), databaseUrl: undefined, dataDir: dir }, () => {}, { lockHeartbeatMs: 10, onLockLost: (m) => lost.push(m) });
+      await db.exec('create table t (n int)');
+      let inTx: Promise<unknown> | undefined;
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const tx = db.transaction(async (q) => {
+        await q.query('insert into t values (1)');
+        await held;
+        inTx = q.query('insert into t values (2)');
+        await inTx;
+      });
+      writeLock(dir, recordOf(await unrelatedProcess()));
+      await deadline('the lock lost', () => lost.length > 0);
+      release();
+      await assert.rejects(tx, DataDirLockLostError);
+      await assert.rejects(inTx!, DataDirLockLostError);
+      await assert.rejects(db.query('select 1'), DataDirLockLostError);
+      await assert.rejects(db.exec('insert into t values (3)'), DataDirLockLostError);
+      await assert.rejects(db.session((c) => c.query('select 1')), DataDirLockLostError);
+      await db.close();
+    });
+
+    it('weir serve whose folder is taken over exits with status 1 and says why', { timeout: 300_000 }, async (t) => {
+      const dir = freshDir();
+      const weir = await startWeirProcess({ WEIR_DATA_DIR: dir }, 180_000);
+      t.after(() => weir.stop('SIGKILL'));
+      // what a second process that judged this one stale would write
+      writeLock(dir, recordOf(await unrelatedProcess()));
+      let code: number | null | undefined;
+      void weir.stop('SIGCONT').then((c) => (code = c));
+      // the heartbeat looks every 10 s
+      await deadline('weir serve to exit', () => code !== undefined, 60_000);
+      assert.equal(code, 1);
+      assert.match(weir.stderr(), /weir: lost the lock of WEIR_DATA_DIR .* now names another process \(pid \d+\); this process stops writing the embedded database\. Exiting\./);
+    });
   });
 });
