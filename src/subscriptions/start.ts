@@ -2,11 +2,17 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../delivery/http-transport.ts';
-import { produceCaptureEvents } from './capture-events.ts';
+import { WakeableSleep } from '../delivery/wake-sleep.ts';
+import { drainCaptureOutbox } from './capture-events.ts';
+import { CAPTURES_CHANNEL } from './emit.ts';
 import { EventWorker } from './event-worker.ts';
 import { requeueExpiredEvents } from './queue.ts';
 
-/** How often a node looks for new captures to announce: request.captured arrives within about SETTLE_MS plus this. */
+/**
+ * How often a node looks at the request.captured outbox without being told
+ * to: a notification lost while the listen connection was down is made up
+ * for within this. Normally the capture statement's NOTIFY wakes it at once.
+ */
 export const PRODUCE_TICK_MS = 1_000;
 /** Event sends in flight at once on one node. */
 const EVENT_CONCURRENCY = 16;
@@ -16,13 +22,13 @@ export interface SubscriptionDeps {
   config: Config;
   logger: Logger;
   tickMs?: number;
-  settleMs?: number;
 }
 
 /**
  * This node's share of subscription work: the event worker (signed sends
  * through the forwards' HTTPS transport and its SSRF guard) and the
- * request.captured producer tick. `transport` lets in-process tests trust
+ * request.captured producer (woken by the capture statement's NOTIFY, and
+ * every PRODUCE_TICK_MS). `transport` lets in-process tests trust
  * their test CA.
  */
 export async function startSubscriptions(deps: SubscriptionDeps, transport: Partial<HttpTransportOptions> = {}): Promise<{ worker: EventWorker; stop(): Promise<void> }> {
@@ -48,23 +54,28 @@ export async function startSubscriptions(deps: SubscriptionDeps, transport: Part
   });
   await worker.start();
   let stopped = false;
-  let running: Promise<void> = Promise.resolve();
-  const tick = async () => {
-    try {
-      await produceCaptureEvents(db, { settleMs: deps.settleMs });
-    } catch (err) {
-      if (!stopped) log.error({ err }, 'producing request.captured events failed; retrying');
+  const sleeper = new WakeableSleep();
+  const unlisten = await db.listen(CAPTURES_CHANNEL, () => sleeper.wake(), () => sleeper.wake());
+  const produce = async () => {
+    while (!stopped) {
+      sleeper.clear();
+      try {
+        await drainCaptureOutbox(db, { stopping: () => stopped });
+      } catch (err) {
+        if (!stopped) log.error({ err }, 'producing request.captured events failed; retrying');
+      }
+      if (stopped) break;
+      await sleeper.sleep(Date.now() + (deps.tickMs ?? PRODUCE_TICK_MS));
     }
   };
-  const timer = setInterval(() => {
-    running = running.then(tick);
-  }, deps.tickMs ?? PRODUCE_TICK_MS);
+  const producing = produce();
   return {
     worker,
     async stop() {
       stopped = true;
-      clearInterval(timer);
-      await running;
+      sleeper.wake();
+      await unlisten().catch(() => {});
+      await producing;
       await worker.stop();
     },
   };
