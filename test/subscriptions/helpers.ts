@@ -21,12 +21,12 @@ export function verifies(secret: string, r: Received): boolean {
 export const bodyOf = (r: Received) => JSON.parse(r.body.toString('utf8'));
 
 /** A started event worker on `db` trusting the test CA (loopback allowed unless told otherwise). */
-export async function startEventWorker(db: Db, opts: { allowPrivate?: boolean } = {}): Promise<EventWorker> {
+export async function startEventWorker(db: Db, opts: { allowPrivate?: boolean; concurrency?: number } = {}): Promise<EventWorker> {
   const w = new EventWorker({
     db,
     transport: testTransport({ allowPrivate: opts.allowPrivate ?? true }),
     logger: silent,
-    concurrency: 8,
+    concurrency: opts.concurrency ?? 8,
     leaseMs: 30_000,
     pollMs: 500,
   });
@@ -59,7 +59,7 @@ export function useEventFixtures() {
       receivers.push(r);
       return r;
     },
-    async worker(db: Db, opts?: { allowPrivate?: boolean }) {
+    async worker(db: Db, opts?: { allowPrivate?: boolean; concurrency?: number }) {
       const w = await startEventWorker(db, opts);
       workers.push(w);
       return w;
