@@ -7,6 +7,7 @@ import { drainCaptureOutbox } from './capture-events.ts';
 import { CAPTURES_CHANNEL } from './emit.ts';
 import { EventWorker } from './event-worker.ts';
 import { requeueExpiredEvents } from './queue.ts';
+import { EVENT_SWEEP_EVERY_MS, sweepSubscriptionEvents } from './retention.ts';
 
 /**
  * How often a node looks at the request.captured outbox without being told
@@ -69,13 +70,24 @@ export async function startSubscriptions(deps: SubscriptionDeps, transport: Part
     }
   };
   const producing = produce();
+  // finished events past their organization's retention (docs/subscriptions.md, "Retention")
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = () => {
+    sweeping = sweepSubscriptionEvents(db, config.plans, Date.now(), () => stopped).then(
+      (n) => n > 0 && log.info({ deleted: n }, 'deleted subscription events past retention'),
+      (err) => log.warn({ err }, 'subscription event retention sweep failed; retrying next hour'),
+    );
+  };
+  const sweepTimer = setInterval(sweep, EVENT_SWEEP_EVERY_MS);
+  sweepTimer.unref();
   return {
     worker,
     async stop() {
       stopped = true;
+      clearInterval(sweepTimer);
       sleeper.wake();
       await unlisten().catch(() => {});
-      await producing;
+      await Promise.all([producing, sweeping]);
       await worker.stop();
     },
   };

@@ -37,7 +37,7 @@ update subscriptions s
        events_due_at = (select min(e.next_attempt_at) from subscription_events e where e.subscription_id = s.id and e.status = 'pending');
 
 -- Retention (src/subscriptions/retention.ts): finished events by age.
-create index subscription_events_finished on subscription_events (updated_at) where status in ('succeeded', 'failed', 'dead');
+create index subscription_events_finished on subscription_events (created_at) where status in ('succeeded', 'failed', 'dead');
 
 -- Captures the time cursor had not reached yet are handed to the outbox
 -- (a re-announcement is skipped by the unique index on the event's source).
