@@ -6,8 +6,6 @@ import { sweepSubscriptionEvents } from '../../src/subscriptions/retention.ts';
 import { createSubscription } from '../../src/subscriptions/subscriptions.ts';
 import { seedOrg, useTestApp } from '../helpers/app.ts';
 
-const DAY = 86_400_000;
-
 describe('subscription event retention', () => {
   const t = useTestApp();
 
