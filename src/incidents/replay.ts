@@ -5,6 +5,7 @@ import { batchCounts, cancelBatch, endIdleBatchPacing, holdBatch, lastAttemptsAl
 import { endpointNames } from '../destinations/endpoint-ref.ts';
 import { addUpdate, findIncident } from './store.ts';
 import { emitEvent } from '../subscriptions/emit.ts';
+import { announceReplayFailures } from './failure-events.ts';
 
 /**
  * Paced replay of an incident's unreplayed failures: each failure's
@@ -266,6 +267,8 @@ async function changeState(tx: Queryable, b: BatchRow, status: 'finished' | 'pau
   );
   if (rowCount === 0) return false;
   await addUpdate(tx, { organizationId: b.organization_id, incidentId: b.incident_id, body });
+  // each replayed request that failed again is a new failure episode: announced once (failure-events.ts)
+  await announceReplayFailures(tx, b.id);
   if (status === 'finished') {
     await emitEvent(tx, { organizationId: b.organization_id, type: 'replay.completed', data: async () => ({ object: await getReplayBatch(tx, b.organization_id, b.id) }) });
   }

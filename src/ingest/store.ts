@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { DELIVERY_CHANNEL } from '../delivery/enqueue.ts';
+import { CAPTURES_CHANNEL } from '../subscriptions/emit.ts';
 import type { Capture } from '../requests/captures.ts';
 
 /**
@@ -44,18 +45,32 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  *   order) with the target's position in the variant byte and fresh random
  *   bits, so it is a UUIDv7 of the capture's millisecond.
  * - pg_notify wakes the delivery workers once, on commit, when anything was queued.
+ * - `announced` writes the request.captured outbox (src/subscriptions/capture-events.ts):
+ *   one row per capture of an endpoint a live request.captured subscription
+ *   covers, so the announcement commits with the capture or not at all. The
+ *   question is asked once per endpoint of the group, in `live`, through a
+ *   partial index holding only such subscriptions: an organization without
+ *   one pays an empty index probe per endpoint and group, and no write.
+ *   Only a group that wrote announcements wakes the producer (pg_notify on
+ *   CAPTURES_CHANNEL), so the notification queue's lock is not taken for
+ *   the captures of organizations without such subscriptions.
  *
- * This reads endpoints and forward_destinations and writes captured_requests
- * and deliveries, tables src/endpoints, src/destinations, src/requests and
+ * This reads endpoints, forward_destinations and subscriptions and writes
+ * captured_requests, deliveries and capture_announcements, tables
+ * src/endpoints, src/destinations, src/subscriptions, src/requests and
  * src/delivery own: it is the one place where doing it together pays, a
  * round trip per group on the hottest path. Byte-exactness on both drivers
  * is tested in test/requests/captures.test.ts.
  */
 const CAPTURE_STATEMENT = `
 with live as (
-  select id, paused, forward_url from endpoints where id = any($8::uuid[]) for key share skip locked
+  select e.id, e.paused, e.forward_url,
+         exists (select from subscriptions s
+                  where s.organization_id = e.organization_id and 'request.captured' = any(s.event_types) and s.status <> 'unsubscribed'
+                    and (s.endpoint_id is null or s.endpoint_id = e.id)) as announce
+    from endpoints e where e.id = any($8::uuid[]) for key share of e skip locked
 ), u as (
-  select u.id, u.organization_id, u.endpoint_id, u.received_at, u.off, u.len,
+  select u.id, u.organization_id, u.endpoint_id, u.received_at, u.off, u.len, live.announce,
          u.r->>0 as method, u.r->>1 as path, u.r->>2 as query, u.r->3 as headers, u.r->>4 as content_type, u.r->>5 as source_ip
     from rows from (unnest($1::uuid[]), unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::timestamptz[]),
                     unnest($5::int[]), unnest($6::int[]), jsonb_array_elements($7::jsonb))
@@ -69,6 +84,10 @@ with live as (
   select u.id, u.organization_id, u.endpoint_id, u.received_at, u.method, u.path, u.query, u.headers, b.body,
          octet_length(b.body), u.content_type, u.source_ip
     from u, blob cross join lateral (select substring(blob.bytes from u.off + 1 for u.len) as body) b
+), announced as (
+  insert into capture_announcements (capture_id, organization_id, endpoint_id, received_at)
+  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce
+  returning 1
 ), targets as materialized (
   select t.*, least(row_number() over (partition by t.endpoint_id order by t.sort_order, t.forward_destination_id nulls first) - 1, 63)::int as position
     from (select live.id as endpoint_id, null::uuid as forward_destination_id, 'https'::text as destination_type,
@@ -88,7 +107,8 @@ with live as (
    where exists (select from targets)
   returning 1
 )
-select id, paused, (select pg_notify('${DELIVERY_CHANNEL}', '') from queued limit 1) is not null as woke
+select id, paused, (select pg_notify('${DELIVERY_CHANNEL}', '') from queued limit 1) is not null as woke,
+       (select pg_notify('${CAPTURES_CHANNEL}', '') from announced limit 1) is not null as announced
   from live`;
 
 /**

@@ -111,19 +111,17 @@ export function withIndexPlan<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Pro
 }
 
 /**
- * Captures of some endpoints with ids after `after` and before `before`,
- * oldest first, bodies included: what request.captured subscriptions
- * announce (src/subscriptions/capture-events.ts). The received_at bounds
- * (the ids' own times) let PostgreSQL skip every other day partition.
+ * Captures by id, with bodies, oldest first: the request.captured producer's
+ * read of the captures its outbox names. The received_at bounds let
+ * PostgreSQL look only in the partitions of those days.
  */
-export async function capturesBetween(db: Queryable, endpointIds: readonly string[], after: string, before: string, limit: number): Promise<Capture[]> {
-  if (endpointIds.length === 0) return [];
+export async function capturesByIds(db: Queryable, ids: readonly string[], from: Date, to: Date): Promise<Capture[]> {
+  if (ids.length === 0) return [];
   const { rows } = await db.query<CaptureSummary & { body_hex: string }>(
     `select ${SUMMARY}, encode(body, 'hex') as body_hex from captured_requests
-      where endpoint_id = any($1::uuid[]) and id > $2::uuid and id < $3::uuid
-        and received_at >= $4::timestamptz and received_at <= $5::timestamptz
-      order by id limit $6`,
-    [endpointIds, after, before, idTimestamp(after), idTimestamp(before), limit],
+      where id = any($1::uuid[]) and received_at >= $2::timestamptz and received_at <= $3::timestamptz
+      order by id`,
+    [ids, new Date(from).toISOString(), new Date(to).toISOString()],
   );
   return rows.map(({ body_hex, ...rest }) => ({ ...rest, body: Buffer.from(body_hex, 'hex') }));
 }

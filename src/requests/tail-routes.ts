@@ -5,6 +5,7 @@ import { badRequest, notFound } from '../http/errors.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { isUuid } from '../db/ids.ts';
 import { capturesAfter, TailHub } from './tail.ts';
+import { TailAccess } from './tail-access.ts';
 import { TAIL_DEFAULTS, TailStream } from './tail-stream.ts';
 import { tailStreamResponse } from './schemas.ts';
 
@@ -16,14 +17,18 @@ const READ = { scopes: ['requests:read'], permission: 'requests.view' } as const
  * `Last-Event-ID` (header, or `last_event_id` in the query for clients that
  * cannot set headers on a reconnect) first sends what is stored after it.
  */
-export function tailRoutes(app: FastifyInstance, { db, config, logger }: AppDeps): void {
+export function tailRoutes(app: FastifyInstance, { db, config, logger, authenticator }: AppDeps): void {
   const hub = new TailHub(db, logger.child({ component: 'tail' }));
+  const access = new TailAccess(db, authenticator, READ, logger.child({ component: 'tail' }));
+  let listening: Promise<void> | undefined;
   const streams = new Set<TailStream>();
   const opts = { ...TAIL_DEFAULTS, heartbeatMs: config.sseHeartbeatMs };
   // Open streams are never idle: end them before the listener waits for its connections.
   app.addHook('preClose', async () => {
     hub.stop();
     for (const s of streams) s.end();
+    await listening?.catch(() => {});
+    await access.stop();
   });
 
   app.get<{ Params: { id: string }; Querystring: { last_event_id?: string } }>(
@@ -46,19 +51,30 @@ export function tailRoutes(app: FastifyInstance, { db, config, logger }: AppDeps
 
       reply.hijack();
       const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        connection: 'keep-alive',
-        // nginx and similar proxies would otherwise buffer the stream
-        'x-accel-buffering': 'no',
-        'x-request-id': request.id,
+      // re-checked while open (TailAccess); the LISTENs start with the first stream
+      listening ??= access.start().catch((err) => logger.warn({ err }, 'live tail cannot listen for access changes; checking every 30 s only'));
+      await listening;
+      let unwatch = () => {};
+      const stream = new TailStream(raw, opts, () => {
+        streams.delete(stream);
+        unwatch();
       });
-      raw.flushHeaders();
-      const stream = new TailStream(raw, opts, () => streams.delete(stream));
+      unwatch = access.watch(stream, { authorization: request.headers.authorization, organizationId: orgId, endpointId }, request.auth.expiresAt);
       streams.add(stream);
+      // the headers are written only once the stream is subscribed (TailStream.start)
+      const open = () => {
+        raw.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-store',
+          connection: 'keep-alive',
+          // nginx and similar proxies would otherwise buffer the stream
+          'x-accel-buffering': 'no',
+          'x-request-id': request.id,
+        });
+        raw.flushHeaders();
+      };
       await stream
-        .start(hub, orgId, endpointId, (after) => capturesAfter(db, orgId, endpointId, after), lastEventId?.toLowerCase())
+        .start(hub, orgId, endpointId, (after) => capturesAfter(db, orgId, endpointId, after), lastEventId?.toLowerCase(), open)
         .catch((err) => {
           request.log.warn({ err }, 'live tail failed');
           stream.end();

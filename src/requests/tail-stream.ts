@@ -31,6 +31,9 @@ export class TailStream {
   private sentBacklog = new Set<string>();
   private unsubscribe: (() => void) | undefined;
   private ended = false;
+  /** The id of the last request event written: where a client resumes after an overflow. */
+  private lastId: string | undefined;
+  private opened = false;
 
   constructor(
     private readonly out: Writable,
@@ -44,14 +47,26 @@ export class TailStream {
    * Follows the endpoint: subscribes first, then (for a resuming client)
    * sends the captures stored after `lastEventId`, then what arrived meanwhile.
    */
-  async start(hub: TailHub, organizationId: string, endpointId: string, backlog?: (afterId: string) => Promise<CaptureSummary[]>, lastEventId?: string): Promise<void> {
+  async start(
+    hub: TailHub,
+    organizationId: string,
+    endpointId: string,
+    backlog?: (afterId: string) => Promise<CaptureSummary[]>,
+    lastEventId?: string,
+    open: () => void = () => {},
+  ): Promise<void> {
     const sub = hub.subscribe({ organizationId, endpointId, push: (c) => this.push(c) });
     this.unsubscribe = sub.unsubscribe;
+    this.lastId = lastEventId;
+    await sub.ready;
+    if (this.ended) return;
+    // the headers go out only now: a capture acknowledged after a client sees them is pushed
+    open();
+    this.opened = true;
     this.write(`retry: 2000\n: following endpoint ${endpointId}\n\n`);
     this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), this.opts.heartbeatMs);
     this.heartbeat.unref();
-    await sub.ready;
-    // from here on every new capture is pushed: clients (and tests) can wait for this line
+    // clients (and tests) may wait for this line; every capture committed since the headers is pushed
     if (!this.write(': live\n\n')) return;
     if (lastEventId && backlog) {
       let after = lastEventId;
@@ -95,13 +110,25 @@ export class TailStream {
       return false;
     }
     this.out.write(text);
+    if (text.startsWith('id: ')) this.lastId = text.slice(4, text.indexOf('\n'));
     return true;
   }
 
   private overflow(): void {
     if (this.ended) return;
-    const body = { error: { code: 'slow_consumer', message: `The client fell more than ${this.opts.maxBufferedBytes} bytes behind; reconnect with Last-Event-ID to read on.` } };
+    const body = {
+      error: { code: 'slow_consumer', message: `The client fell more than ${this.opts.maxBufferedBytes} bytes behind; reconnect with Last-Event-ID to read on.` },
+      // everything up to this id was written before this event: resume after it
+      last_event_id: this.lastId ?? null,
+    };
     this.out.write(`event: overflow\ndata: ${JSON.stringify(body)}\n\n`);
+    this.end();
+  }
+
+  /** Ends the stream with a final `closed` event saying why (access withdrawn, endpoint deleted). */
+  close(code: string, message: string): void {
+    if (this.ended) return;
+    if (this.opened) this.out.write(`event: closed\ndata: ${JSON.stringify({ error: { code, message }, last_event_id: this.lastId ?? null })}\n\n`);
     this.end();
   }
 

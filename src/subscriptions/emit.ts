@@ -4,6 +4,8 @@ import { eventBody, type EventType } from './event-types.ts';
 
 /** Event workers LISTEN here; one notification per transaction that queued events. */
 export const EVENTS_CHANNEL = 'weir_events';
+/** The request.captured producer LISTENs here; the capture statement notifies when it wrote announcements. */
+export const CAPTURES_CHANNEL = 'weir_captures';
 
 export interface NewEvent {
   organizationId: string;
@@ -73,24 +75,41 @@ export async function emitEvents(tx: Queryable, type: EventType, events: Readonl
   return insertEvents(tx, rows);
 }
 
-/** Inserts events (one per subscription and event) and wakes the workers on commit; a source already queued is skipped. */
+/**
+ * Inserts events (one per subscription and event) and wakes the workers on
+ * commit; a source already queued is skipped. Each subscription that got
+ * one is marked due (events_due_at, what the claim reads): its row is
+ * locked first, in id order, so concurrent emitters cannot deadlock and a
+ * completion that recomputes the due time waits for this commit.
+ */
 export async function insertEvents(tx: Queryable, rows: ReadonlyArray<{ subscriptionId: string; event: NewEvent }>): Promise<number> {
   if (rows.length === 0) return 0;
   const now = new Date();
   const ids = rows.map(() => newId());
-  const { rowCount } = await tx.query(
+  const subscriptionIds = [...new Set(rows.map((r) => r.subscriptionId))].sort();
+  await tx.query(`select id from subscriptions where id = any($1::uuid[]) order by id for no key update`, [subscriptionIds]);
+  // an event fanned out to many subscriptions is serialised once
+  const data = new Map<NewEvent, string>();
+  const { rows: inserted } = await tx.query<{ subscription_id: string }>(
     `insert into subscription_events (id, organization_id, subscription_id, event_type, source_id, payload)
      select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::uuid[], $6::text[])
-     on conflict (subscription_id, source_id) where source_id is not null do nothing`,
+     on conflict (subscription_id, source_id) where source_id is not null do nothing
+     returning subscription_id`,
     [
       ids,
       rows.map((r) => r.event.organizationId),
       rows.map((r) => r.subscriptionId),
       rows.map((r) => r.event.type),
       rows.map((r) => r.event.sourceId ?? null),
-      rows.map((r, i) => eventBody(ids[i], r.event.type, r.event.data, now)),
+      rows.map((r, i) => {
+        let json = data.get(r.event);
+        if (json === undefined) data.set(r.event, (json = JSON.stringify(r.event.data)));
+        return eventBody(ids[i], r.event.type, json, now);
+      }),
     ],
   );
-  if (rowCount > 0) await notify(tx, EVENTS_CHANNEL, '');
-  return rowCount;
+  if (inserted.length === 0) return 0;
+  await tx.query(`update subscriptions set events_due_at = least(events_due_at, now()) where id = any($1::uuid[])`, [[...new Set(inserted.map((r) => r.subscription_id))]]);
+  await notify(tx, EVENTS_CHANNEL, '');
+  return inserted.length;
 }

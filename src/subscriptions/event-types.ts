@@ -20,6 +20,7 @@ export function isEventType(v: unknown): v is EventType {
 }
 
 /** The envelope every event body has (Standard Webhooks' recommended shape plus the event id). */
-export function eventBody(id: string, type: EventType, data: unknown, at = new Date()): string {
-  return JSON.stringify({ id: `evt_${id}`, type, timestamp: at.toISOString(), data });
+export function eventBody(id: string, type: EventType, dataJson: string, at = new Date()): string {
+  // the same bytes as JSON.stringify({ id, type, timestamp, data }), with data serialised once by the caller
+  return `{"id":"evt_${id}","type":${JSON.stringify(type)},"timestamp":"${at.toISOString()}","data":${dataJson}}`;
 }

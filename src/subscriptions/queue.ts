@@ -15,46 +15,51 @@ export interface ClaimedEvent {
   secrets: string[];
 }
 
-/** How many due events one claim looks at to pick the oldest of each subscription. */
-const CLAIM_WINDOW = 1000;
-
 /**
- * Claims the oldest due event of up to `limit` subscriptions, skipping
- * subscriptions with an event in flight: a healthy target gets a
- * subscription's events one at a time, in the order they were produced (a
- * retried event can still arrive after later ones). SKIP LOCKED keeps nodes
- * from waiting on each other; the window of due rows is locked only until
- * the statement's transaction ends.
+ * Claims the next event of up to `limit` subscriptions, fairly: the claim
+ * reads subscriptions, not events. A subscription is claimable when its
+ * earliest pending event is due (events_due_at) and none of its events is
+ * in flight; the longest-waiting ones go first, and each gives exactly one
+ * event, its lowest-seq due one. So a subscription with a backlog of any
+ * size, or one whose target times out, takes one slot per round like any
+ * other, and a subscription gets its events one at a time, in the order
+ * they were produced (a retried event can still arrive after later ones),
+ * across nodes (SKIP LOCKED on the subscription rows; the in-flight flag is
+ * committed with the claim).
  */
 export async function claimEvents(db: Db, o: { limit: number; leaseMs: number }): Promise<ClaimedEvent[]> {
   const { rows } = await db.query<{
     id: string; lease_id: string; subscription_id: string; organization_id: string; event_type: string; payload: string;
     attempt_count: number; target_url: string; secret: string; previous_secret: string | null;
   }>(
-    `with due as materialized (
-       select e.id, e.subscription_id, e.seq from subscription_events e
-        where e.status = 'pending' and e.next_attempt_at <= now()
-        order by e.next_attempt_at
-        limit $3
-          for update skip locked
-     ),
-     pick as (
-       select distinct on (due.subscription_id) due.id from due
-        where not exists (select 1 from subscription_events f where f.subscription_id = due.subscription_id and f.status = 'in_flight')
-        order by due.subscription_id, due.seq
+    `with ready as materialized (
+       select s.id, s.target_url, s.secret, case when s.previous_secret_expires_at > now() then s.previous_secret end as previous_secret
+         from subscriptions s
+        where s.events_due_at <= now() and not s.event_in_flight
+        order by s.events_due_at
         limit $1
+          for no key update skip locked
+     ),
+     pick as materialized (
+       select r.*, e.id as event_id from ready r
+        cross join lateral (select e.id from subscription_events e
+                             where e.subscription_id = r.id and e.status = 'pending' and e.next_attempt_at <= now()
+                             order by e.seq limit 1) e
      ),
      claimed as (
        update subscription_events e
           set status = 'in_flight', lease_until = now() + $2 * interval '1 millisecond', lease_id = gen_random_uuid(), updated_at = now()
-         from pick where e.id = pick.id
+         from pick where e.id = pick.event_id and e.status = 'pending'
         returning e.*
+     ),
+     flagged as (
+       update subscriptions s set event_in_flight = true from claimed c where s.id = c.subscription_id
      )
      select c.id, c.lease_id, c.subscription_id, c.organization_id, c.event_type, c.payload, c.attempt_count,
-            s.target_url, s.secret, case when s.previous_secret_expires_at > now() then s.previous_secret end as previous_secret
-       from claimed c join subscriptions s on s.id = c.subscription_id
+            p.target_url, p.secret, p.previous_secret
+       from claimed c join pick p on p.event_id = c.id
       order by c.seq`,
-    [o.limit, o.leaseMs, CLAIM_WINDOW],
+    [o.limit, o.leaseMs],
   );
   return rows.map((r) => ({
     id: r.id,
@@ -90,6 +95,8 @@ export interface EventOutcome {
  */
 export async function completeEvent(db: Db, e: ClaimedEvent, o: EventOutcome): Promise<boolean> {
   return db.transaction(async (tx) => {
+    // the subscription's row first, as the claim and the emitters take it: no deadlock, and the due time below sees every committed event
+    await tx.query(`select id from subscriptions where id = $1::uuid for no key update`, [e.subscriptionId]);
     const status = o.gone ? 'failed' : o.decision.status;
     const delay = o.decision.status === 'pending' ? o.decision.delaySeconds : 0;
     const error = o.gone ? 'HTTP 410 Gone: the target unsubscribed' : o.decision.status === 'succeeded' ? null : o.error;
@@ -133,37 +140,64 @@ export async function completeEvent(db: Db, e: ClaimedEvent, o: EventOutcome): P
         [e.subscriptionId, FAILING_AFTER, givenUp, `Deliveries fail: ${error ?? 'unknown error'}`],
       );
     }
+    await tx.query(
+      `update subscriptions
+          set event_in_flight = false,
+              events_due_at = (select min(next_attempt_at) from subscription_events where subscription_id = $1::uuid and status = 'pending')
+        where id = $1::uuid`,
+      [e.subscriptionId],
+    );
     return true;
   });
 }
 
+/**
+ * The statement that gives leases back ($2: the error to record, or null):
+ * the in-flight events `where` picks
+ * are due again now and their subscriptions claimable. Subscription rows are
+ * locked first (in id order, SKIP LOCKED: one busy now is retried on the
+ * next poll), as everywhere else.
+ */
+function giveBack(where: string): string {
+  return `with subs as (
+       select s.id from subscriptions s
+        where s.id in (select subscription_id from subscription_events e where e.status = 'in_flight' and ${where})
+        order by s.id for no key update skip locked
+     ),
+     moved as (
+       update subscription_events e
+          set status = 'pending', next_attempt_at = now(), lease_until = null, lease_id = null,
+              last_error = coalesce($2::text, e.last_error), updated_at = now()
+         from subs where e.subscription_id = subs.id and e.status = 'in_flight' and ${where}
+       returning e.subscription_id
+     ),
+     flagged as (
+       update subscriptions s set event_in_flight = false, events_due_at = least(s.events_due_at, now())
+        where s.id in (select subscription_id from moved)
+     )
+     select count(*)::int as n from moved`;
+}
+
 /** Puts events whose lease ran out (their worker died) back in the queue, due now: at-least-once, hence the stable webhook-id. */
 export async function requeueExpiredEvents(db: Queryable, opts: { everyLease?: boolean } = {}): Promise<number> {
-  const { rowCount } = await db.query(
-    `update subscription_events
-        set status = 'pending', next_attempt_at = now(), lease_until = null, lease_id = null,
-            last_error = 'lease expired: the worker stopped before recording an outcome', updated_at = now()
-      where id in (select id from subscription_events where status = 'in_flight' and ($1::boolean or lease_until < now()) for update skip locked)`,
-    [opts.everyLease ?? false],
+  const { rows } = await db.query<{ n: number }>(
+    giveBack('($1::boolean or e.lease_until < now())'),
+    [opts.everyLease ?? false, 'lease expired: the worker stopped before recording an outcome'],
   );
-  return rowCount;
+  return rows[0].n;
 }
 
 /** Gives back leases this worker will not finish (shutdown): due again now, for any node. */
 export async function releaseEventLeases(db: Queryable, leaseIds: readonly string[]): Promise<number> {
   if (leaseIds.length === 0) return 0;
-  const { rowCount } = await db.query(
-    `update subscription_events set status = 'pending', next_attempt_at = now(), lease_until = null, lease_id = null, updated_at = now()
-      where lease_id = any($1::uuid[]) and status = 'in_flight'`,
-    [leaseIds],
-  );
-  return rowCount;
+  const { rows } = await db.query<{ n: number }>(giveBack('e.lease_id = any($1::uuid[])'), [leaseIds, null]);
+  return rows[0].n;
 }
 
-/** When the earliest waiting event comes due, in this process's clock; null when none waits. */
+/** When the next subscription becomes claimable, in this process's clock; null when none waits (one in flight is not waiting). */
 export async function nextEventDueAt(db: Queryable): Promise<number | null> {
   const { rows } = await db.query<{ at: Date | null; db_now: Date }>(
-    `select (select min(next_attempt_at) from subscription_events where status = 'pending') as at, now() as db_now`,
+    `select (select min(events_due_at) from subscriptions where events_due_at is not null and not event_in_flight) as at, now() as db_now`,
   );
   const r = rows[0];
   if (!r?.at) return null;

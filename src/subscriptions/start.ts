@@ -3,11 +3,17 @@ import { createLoop, type LoopMetrics } from '../background/scheduler.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../delivery/http-transport.ts';
-import { produceCaptureEvents } from './capture-events.ts';
+import { drainCaptureOutbox } from './capture-events.ts';
+import { CAPTURES_CHANNEL } from './emit.ts';
 import { EventWorker } from './event-worker.ts';
 import { requeueExpiredEvents } from './queue.ts';
+import { EVENT_SWEEP_EVERY_MS, sweepSubscriptionEvents } from './retention.ts';
 
-/** How often a node looks for new captures to announce: request.captured arrives within about SETTLE_MS plus this. */
+/**
+ * How often a node looks at the request.captured outbox without being told
+ * to: a notification lost while the listen connection was down is made up
+ * for within this. Normally the capture statement's NOTIFY wakes it at once.
+ */
 export const PRODUCE_TICK_MS = 1_000;
 /** Event sends in flight at once on one node. */
 const EVENT_CONCURRENCY = 16;
@@ -17,14 +23,14 @@ export interface SubscriptionDeps {
   config: Config;
   logger: Logger;
   tickMs?: number;
-  settleMs?: number;
   loopMetrics?: LoopMetrics;
 }
 
 /**
  * This node's share of subscription work: the event worker (signed sends
  * through the forwards' HTTPS transport and its SSRF guard) and the
- * request.captured producer tick. `transport` lets in-process tests trust
+ * request.captured producer (woken by the capture statement's NOTIFY, and
+ * every PRODUCE_TICK_MS). `transport` lets in-process tests trust
  * their test CA.
  */
 export async function startSubscriptions(deps: SubscriptionDeps, transport: Partial<HttpTransportOptions> = {}): Promise<{ worker: EventWorker; stop(): Promise<void> }> {
@@ -52,15 +58,32 @@ export async function startSubscriptions(deps: SubscriptionDeps, transport: Part
   const producer = createLoop({
     name: 'capture_events',
     everyMs: deps.tickMs ?? PRODUCE_TICK_MS,
+    firstAfterMs: 0,
     metrics: deps.loopMetrics,
     onError: (err) => log.error({ err }, 'producing request.captured events failed; retrying'),
-    pass: () => produceCaptureEvents(db, { settleMs: deps.settleMs }),
+    pass: (signal) => drainCaptureOutbox(db, { stopping: () => signal.aborted }),
   });
+  // the capture statement's NOTIFY runs a pass at once (one more after a pass in progress, however many arrive)
+  const wake = () => void producer.runOnce();
+  const unlisten = await db.listen(CAPTURES_CHANNEL, wake, wake);
   producer.start();
+  // finished events past their organization's retention (docs/subscriptions.md, "Retention")
+  const sweeper = createLoop({
+    name: 'subscription_event_retention',
+    everyMs: EVENT_SWEEP_EVERY_MS,
+    metrics: deps.loopMetrics,
+    onError: (err) => log.warn({ err }, 'subscription event retention sweep failed; retrying next hour'),
+    pass: async (signal) => {
+      const n = await sweepSubscriptionEvents(db, config.plans, Date.now(), () => signal.aborted);
+      if (n > 0) log.info({ deleted: n }, 'deleted subscription events past retention');
+    },
+  });
+  sweeper.start();
   return {
     worker,
     async stop() {
-      await producer.stop();
+      await unlisten().catch(() => {});
+      await Promise.all([producer.stop(), sweeper.stop()]);
       await worker.stop();
     },
   };

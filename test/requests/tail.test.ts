@@ -115,6 +115,82 @@ describe('live tail over Server-Sent Events', () => {
       missed.pop();
     }
   });
+
+  /** Resolves with `p`, or rejects after `ms`: every wait here has a deadline. */
+  const within = <T>(p: Promise<T>, ms: number, what: string) =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms).unref())]);
+
+  it('shows a capture sent as soon as the response headers arrive, every time', async () => {
+    for (let i = 0; i < 5; i++) {
+      const sse = await openSse(streamUrl(b), key);
+      try {
+        // no wait for the ": live" comment: the headers are the promise
+        const id = await capture(a, endpoint.slug, `{"immediately":${i}}`);
+        const [e] = await within(sse.waitForEvents(1), 20_000, 'event');
+        assert.equal(e.id, id);
+      } finally {
+        sse.close();
+      }
+    }
+  });
+
+  it(`shows every capture of a burst (WEIR_TEST_TAIL_BURST, default 2000), once each`, async () => {
+    const n = Number(process.env.WEIR_TEST_TAIL_BURST ?? 2000);
+    const sse = await openSse(streamUrl(b), key);
+    try {
+      await within(sse.waitForComment('live'), 20_000, 'live comment');
+      const ids: string[] = [];
+      for (let i = 0; i < n; i += 50) {
+        ids.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => capture(a, endpoint.slug, `{"burst":${i + j}}`)))));
+      }
+      const events = await within(sse.waitForEvents(n), 120_000, `${n} events`);
+      const got = events.map((e) => e.id!);
+      assert.equal(new Set(got).size, n, 'no capture twice');
+      assert.deepEqual([...got].sort(), [...ids].sort(), 'every capture of the burst');
+    } finally {
+      sse.close();
+    }
+  });
+
+  it('closes an open stream with a final event when its key is revoked, and when its scope stops allowing requests:read', async () => {
+    for (const change of ['revoke', 'scope'] as const) {
+      const made = await http(a.base, 'POST', '/v1/api-keys', { token: key, body: { name: `tail ${change}`, access_mode: 'custom', scopes: ['requests:read'] } });
+      assert.equal(made.status, 201, JSON.stringify(made.json));
+      const sse = await openSse(streamUrl(b), made.json.data.key);
+      try {
+        assert.equal(sse.status, 200);
+        await within(sse.waitForComment('live'), 20_000, 'live comment');
+        const r =
+          change === 'revoke'
+            ? await http(a.base, 'DELETE', `/v1/api-keys/${made.json.data.id}`, { token: key })
+            : await http(a.base, 'PATCH', `/v1/api-keys/${made.json.data.id}`, { token: key, body: { access_mode: 'custom', scopes: ['endpoints:read'] } });
+        assert.ok(r.status === 204 || r.status === 200, JSON.stringify(r.json));
+        await within(sse.ended, 70_000, 'end of the stream');
+        const last = sse.events[sse.events.length - 1];
+        assert.equal(last?.event, 'closed');
+        assert.equal(JSON.parse(last.data).error.code, change === 'revoke' ? 'unauthorized' : 'forbidden');
+      } finally {
+        sse.close();
+      }
+    }
+  });
+
+  it('closes an open stream with a final event when its endpoint is deleted', async () => {
+    const ep = await http(a.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'deleted while tailed' } });
+    assert.equal(ep.status, 201);
+    const sse = await openSse(streamUrl(b, ep.json.data.id), key);
+    try {
+      await within(sse.waitForComment('live'), 20_000, 'live comment');
+      const del = await http(a.base, 'DELETE', `/v1/endpoints/${ep.json.data.id}`, { token: key });
+      assert.ok(del.status === 204 || del.status === 202 || del.status === 200, `${del.status}`);
+      await within(sse.ended, 70_000, 'end of the stream');
+      const last = sse.events[sse.events.length - 1];
+      assert.equal(last?.event, 'closed');
+      assert.equal(JSON.parse(last.data).error.code, 'not_found');
+    } finally {
+      sse.close();
+    }
+  });
 });
 
 describe('a live-tail client that does not read', () => {
@@ -146,10 +222,13 @@ describe('a live-tail client that does not read', () => {
     hub.stop();
     const text = written.join('');
     assert.match(text, /event: overflow\ndata: \{"error":\{"code":"slow_consumer"/);
+    // the overflow event names the last event written: the Last-Event-ID to resume from
+    const overflow = JSON.parse(text.slice(text.indexOf('event: overflow\ndata: ') + 'event: overflow\ndata: '.length).split('\n')[0]);
     assert.ok(out.writableLength < 4096 + 2048, `buffered ${out.writableLength} bytes`);
     const sent = [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1]);
     assert.ok(sent.length > 0 && sent.length < ids.length, `${sent.length} of ${ids.length} events before the cut`);
     assert.deepEqual(sent, ids.slice(0, sent.length));
+    assert.equal(overflow.last_event_id, sent[sent.length - 1]);
     // what it missed is still readable after the last event it got
     const rest = await capturesAfter(t.db, org.id, ep.id, sent[sent.length - 1]);
     assert.deepEqual(rest.map((c) => c.id), ids.slice(sent.length));

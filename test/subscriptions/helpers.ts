@@ -2,7 +2,7 @@ import { afterEach } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import type { Db } from '../../src/db/db.ts';
-import { produceCaptureEvents } from '../../src/subscriptions/capture-events.ts';
+import { drainCaptureOutbox } from '../../src/subscriptions/capture-events.ts';
 import { EventWorker } from '../../src/subscriptions/event-worker.ts';
 import { call } from '../helpers/app.ts';
 import { startReceiver, type Received, type Receiver, type ReceiverOptions } from '../helpers/https.ts';
@@ -21,12 +21,12 @@ export function verifies(secret: string, r: Received): boolean {
 export const bodyOf = (r: Received) => JSON.parse(r.body.toString('utf8'));
 
 /** A started event worker on `db` trusting the test CA (loopback allowed unless told otherwise). */
-export async function startEventWorker(db: Db, opts: { allowPrivate?: boolean } = {}): Promise<EventWorker> {
+export async function startEventWorker(db: Db, opts: { allowPrivate?: boolean; concurrency?: number } = {}): Promise<EventWorker> {
   const w = new EventWorker({
     db,
     transport: testTransport({ allowPrivate: opts.allowPrivate ?? true }),
     logger: silent,
-    concurrency: 8,
+    concurrency: opts.concurrency ?? 8,
     leaseMs: 30_000,
     pollMs: 500,
   });
@@ -34,14 +34,10 @@ export async function startEventWorker(db: Db, opts: { allowPrivate?: boolean } 
   return w;
 }
 
-/**
- * Runs the request.captured producer until `n` events are queued in all
- * (no settle delay: the tests' captures have committed). A pass may stop
- * short of captures made in its own millisecond; the next one takes them.
- */
+/** Runs the request.captured producer until `n` request.captured events are queued in all. */
 export async function produceUntil(db: Db, n: number): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    await produceCaptureEvents(db, { settleMs: 0 });
+    await drainCaptureOutbox(db);
     const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from subscription_events where event_type = 'request.captured'`);
     if (rows[0].n >= n) return;
     await new Promise((r) => setTimeout(r, 5));
@@ -63,7 +59,7 @@ export function useEventFixtures() {
       receivers.push(r);
       return r;
     },
-    async worker(db: Db, opts?: { allowPrivate?: boolean }) {
+    async worker(db: Db, opts?: { allowPrivate?: boolean; concurrency?: number }) {
       const w = await startEventWorker(db, opts);
       workers.push(w);
       return w;

@@ -38,4 +38,34 @@ describe('replay.completed', () => {
     assert.equal(batch.status, 'finished');
     assert.equal(batch.delivered_count, 2);
   });
+
+  it('announces request.forward_failed again, once, for each replayed request that fails again (a new failure episode)', async () => {
+    const s = await seedOrg(t.db, { plan: 'starter' });
+    // a 400 is not retried: each replay delivery ends failed at its first attempt
+    const destination = await f.receiver({ reply: () => ({ status: 400 }) });
+    const target = await f.receiver();
+    const sub = await subscribe(t.app, s.key, { target_url: target.url, event_types: ['request.forward_failed'] });
+    const { incidentId } = await seedIncident(t.db, s.org.id, { n: 2, url: destination.url });
+    const queued = await call(t.app, 'POST', `/v1/incidents/${incidentId}/replay`, { key: s.key, body: { requests_per_minute: 6000 } });
+    assert.equal(queued.status, 200, JSON.stringify(queued.json));
+    const batchId = queued.json.data.replay_batch_id;
+    forwards = await startTestWorker(t.db);
+    await destination.waitFor(2);
+    await waitUntil(async () => {
+      const r = await superviseReplayBatches(t.db);
+      return r.finished.includes(batchId) || r.paused.includes(batchId);
+    }, 'the batch to end');
+    // supervising again announces nothing twice
+    await superviseReplayBatches(t.db);
+    await f.worker(t.db);
+    const got = await target.waitFor(2);
+    assert.ok(got.every((r) => verifies(sub.secret, r)));
+    const events = got.map(bodyOf);
+    assert.deepEqual(events.map((e) => e.type), ['request.forward_failed', 'request.forward_failed']);
+    const { rows } = await t.db.query<{ id: string }>(`select id from deliveries where replay_batch_id = $1::uuid order by id`, [batchId]);
+    assert.deepEqual(events.map((e) => e.data.object.delivery_id).sort(), rows.map((r) => r.id).sort());
+    assert.ok(events.every((e) => e.data.object.incident_id === incidentId && e.data.object.replay_status_code === 400));
+    const { rows: all } = await t.db.query<{ n: number }>(`select count(*)::int as n from subscription_events where subscription_id = $1::uuid`, [sub.id]);
+    assert.equal(all[0].n, 2);
+  });
 });
