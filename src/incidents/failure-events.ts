@@ -1,18 +1,18 @@
 import type { Queryable } from '../db/db.ts';
 import { emitEvents } from '../subscriptions/emit.ts';
-import { presentFailure, type FailureRow } from './incidents.ts';
+import { FAILURE_COLUMNS, presentFailure, type FailureRow } from './incidents.ts';
 
 /**
- * request.forward_failed: a delivery's final failure, announced when the
- * correlator assigns it to its incident (within a second of the failure,
+ * request.forward_failed: a delivery's first failed attempt (its `status`
+ * says `retrying`, with `next_attempt_at`, when a retry is left), announced
+ * when the correlator assigns it to its incident (within a second of the failure,
  * in the correlator's transaction: once per failure, never lost). The
  * forward path itself does nothing more than before.
  */
 export async function announceForwardFailures(tx: Queryable, failureIds: readonly string[]): Promise<number> {
   if (failureIds.length === 0) return 0;
   const { rows } = await tx.query<FailureRow & { incident_id: string; delivery_id: string; destination_type: string }>(
-    `select id, organization_id, incident_id, delivery_id, request_id, endpoint_id, forward_destination_id, destination_type, destination_url,
-            status_code, error_class, error, failed_at, recovered_at, replayed_at, replay_status_code
+    `select ${FAILURE_COLUMNS}, incident_id, delivery_id, destination_type
        from incident_failures where id = any($1::uuid[]) order by id`,
     [failureIds],
   );
