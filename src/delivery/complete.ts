@@ -2,6 +2,7 @@ import type { Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { outcomeConcernsIncidents, RECORD_OUTCOMES_FOR_INCIDENTS } from '../incidents/record.ts';
 import type { Decision } from './retry-policy.ts';
+import { SUPERSEDE_WAITING_AFTER_REPLAY } from './supersede.ts';
 import type { AttemptResult, ClaimedDelivery } from './transport.ts';
 
 export interface Outcome {
@@ -48,8 +49,8 @@ const MOVE = `update deliveries d
  * The completion statement, with and without recording outcomes for
  * incidents. Recording costs every outcome (the whole moved row, a lookup
  * of its failure) although it concerns few, so a group of outcomes none of
- * which concerns incidents (outcomeConcernsIncidents: no final failure, no
- * replay) runs without it.
+ * which concerns incidents (outcomeConcernsIncidents: first-attempt
+ * successes of capture deliveries) runs without it.
  */
 const COMPLETE_SQL = {
   plain: `${INPUT_AND_ATTEMPT}
@@ -61,7 +62,9 @@ const COMPLETE_SQL = {
       returning d.*
      ),
      -- incidents see each outcome in this same statement (crash-safe, counted once)
-     ${RECORD_OUTCOMES_FOR_INCIDENTS}
+     ${RECORD_OUTCOMES_FOR_INCIDENTS},
+     -- a replay that succeeded ends its pair's waiting retries (issue 28; supersede.ts)
+     ${SUPERSEDE_WAITING_AFTER_REPLAY}
      select id from moved`,
 };
 
@@ -76,7 +79,7 @@ const COMPLETE_SQL = {
 export async function completeAttempts(db: Queryable, outcomes: readonly Outcome[], node: string): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
   const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
-  const incidents = outcomes.some((o) => outcomeConcernsIncidents(o.decision.status, o.delivery.replayBatchId));
+  const incidents = outcomes.some((o) => outcomeConcernsIncidents(o.decision.status, o.delivery.replayBatchId, o.delivery.attemptNumber));
   const { rows } = await db.query<{ id: string }>(
     incidents ? COMPLETE_SQL.incidents : COMPLETE_SQL.plain,
     [

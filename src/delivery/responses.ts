@@ -26,7 +26,10 @@ export const forwardSchema = object({
   url: nullableStr,
   agent_id: nullableUuid,
   webhook_id: { type: 'string', description: 'The stable `webhook-id` every attempt carries, for receivers to drop duplicates.' },
-  status: str,
+  status: {
+    ...oneOfStrings(['pending', 'in_flight', 'succeeded', 'failed', 'dead', 'superseded']),
+    description: 'superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md).',
+  },
   attempt_count: int,
   next_attempt_at: nullableTime,
   last_status_code: nullableInt,

@@ -1,27 +1,27 @@
 import type { Queryable } from '../db/db.ts';
 import { emitEvents } from '../subscriptions/emit.ts';
-import { presentFailure, type FailureRow } from './incidents.ts';
+import { FAILURE_COLUMNS, presentFailure, type FailureRow } from './incidents.ts';
 
 /**
  * request.forward_failed is announced once per failure episode. An episode
  * is one delivery of a request to a destination, from when it is queued
- * (with the capture, or by an incident replay) until it ends failed or
- * dead: its retries are part of it, so it is announced once, not once per
- * attempt. The first episode is the capture's own delivery (below); each
- * incident replay that fails again is a new one (announceReplayFailures).
+ * (with the capture, or by an incident replay) until it ends: its retries
+ * are part of it, so it is announced once, at its first failed attempt, not
+ * once per attempt. The first episode is the capture's own delivery (below);
+ * each incident replay that fails again is a new one (announceReplayFailures).
  */
 
 /**
- * request.forward_failed: a delivery's final failure, announced when the
- * correlator assigns it to its incident (within a second of the failure,
+ * request.forward_failed: a delivery's first failed attempt (its `status`
+ * says `retrying`, with `next_attempt_at`, when a retry is left), announced
+ * when the correlator assigns it to its incident (within a second of the failure,
  * in the correlator's transaction: once per failure, never lost). The
  * forward path itself does nothing more than before.
  */
 export async function announceForwardFailures(tx: Queryable, failureIds: readonly string[]): Promise<number> {
   if (failureIds.length === 0) return 0;
   const { rows } = await tx.query<FailureRow & { incident_id: string; delivery_id: string; destination_type: string }>(
-    `select id, organization_id, incident_id, delivery_id, request_id, endpoint_id, forward_destination_id, destination_type, destination_url,
-            status_code, error_class, error, failed_at, recovered_at, replayed_at, replay_status_code
+    `select ${FAILURE_COLUMNS}, incident_id, delivery_id, destination_type
        from incident_failures where id = any($1::uuid[]) order by id`,
     [failureIds],
   );
@@ -50,7 +50,7 @@ export async function announceForwardFailures(tx: Queryable, failureIds: readonl
 export async function announceReplayFailures(tx: Queryable, batchId: string): Promise<number> {
   const { rows } = await tx.query<FailureRow & { incident_id: string; replay_delivery_id: string; destination_type: string }>(
     `select f.id, f.organization_id, f.incident_id, f.replay_delivery_id, f.request_id, f.endpoint_id, f.forward_destination_id, f.destination_type,
-            f.destination_url, f.status_code, f.error_class, f.error, f.failed_at, f.recovered_at, f.replayed_at, f.replay_status_code
+            f.destination_url, f.status_code, f.error_class, f.error, f.failed_at, f.recovered_at, f.next_attempt_at, f.replayed_at, f.replay_status_code
        from deliveries d join incident_failures f on f.replay_delivery_id = d.id
       where d.replay_batch_id = $1::uuid and d.status in ('failed', 'dead')
       order by d.id`,

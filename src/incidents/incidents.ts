@@ -44,9 +44,30 @@ export interface FailureRow {
   error: string | null;
   failed_at: Date;
   recovered_at: Date | null;
+  next_attempt_at: Date | null;
+  replay_delivery_id: string | null;
   replayed_at: Date | null;
   replay_status_code: number | null;
 }
+
+export const FAILURE_STATUSES = ['retrying', 'failed', 'replaying', 'replay_failed', 'recovered'] as const;
+export type FailureStatus = (typeof FAILURE_STATUSES)[number];
+
+/**
+ * Where a failure stands (docs/incidents.md): recovered when a later
+ * attempt, retry or replay, delivered it; else the replay's state when an
+ * incident replay took it; else retrying while its delivery waits for a
+ * retry; else failed (no retry left).
+ */
+export function failureStatus(f: Pick<FailureRow, 'recovered_at' | 'replay_delivery_id' | 'replayed_at' | 'next_attempt_at'>): FailureStatus {
+  if (f.recovered_at) return 'recovered';
+  if (f.replay_delivery_id) return f.replayed_at ? 'replay_failed' : 'replaying';
+  return f.next_attempt_at ? 'retrying' : 'failed';
+}
+
+/** The columns presentFailure reads. */
+export const FAILURE_COLUMNS = `id, organization_id, request_id, endpoint_id, forward_destination_id, destination_url, status_code, error_class, error,
+  failed_at, recovered_at, next_attempt_at, replay_delivery_id, replayed_at, replay_status_code`;
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
@@ -56,6 +77,8 @@ export function presentFailure(f: FailureRow) {
     endpoint_id: f.endpoint_id,
     destination_id: destinationIdOf(f.organization_id, f.forward_destination_id, f.destination_url),
     destination_url: f.destination_url,
+    status: failureStatus(f),
+    next_attempt_at: f.recovered_at || f.replay_delivery_id ? null : iso(f.next_attempt_at),
     status_code: f.status_code,
     error: f.error,
     error_class: f.error_class,
@@ -72,8 +95,7 @@ export async function getIncidentDetail(db: Queryable, organizationId: string, i
   if (!incident) return undefined;
   const [failures, updates, unreplayed, batch] = await Promise.all([
     db.query<FailureRow>(
-      `select id, organization_id, request_id, endpoint_id, forward_destination_id, destination_url, status_code, error_class, error,
-              failed_at, recovered_at, replayed_at, replay_status_code
+      `select ${FAILURE_COLUMNS}
          from incident_failures where incident_id = $1::uuid order by failed_at desc, id desc limit $2`,
       [incident.id, FAILURES_IN_DETAIL],
     ),

@@ -49,8 +49,8 @@ export async function setIncidentStatus(db: Db, organizationId: string, id: stri
 
 /**
  * Resolves, as the system, every unresolved incident whose destination has
- * answered 2xx since its last failure and has had no new failure for the
- * quiet period. The update checks the quiet period again, so a failure
+ * answered 2xx since its last failure, has had no new failure for the
+ * quiet period, and has no delivery still waiting for a retry. The update checks the quiet period again, so a failure
  * correlated meanwhile keeps the incident open. Returns the ids resolved.
  */
 export async function resolveRecovered(db: Db, opts: { quietMs?: number } = {}): Promise<string[]> {
@@ -61,7 +61,11 @@ export async function resolveRecovered(db: Db, opts: { quietMs?: number } = {}):
             case when i.scope_key like 'url:%'
                  then (select array_agg(distinct endpoint_id) from incident_failures f where f.incident_id = i.id) end as endpoint_ids
        from incidents i
-      where i.status <> 'resolved' and i.last_failure_at < now() - $1 * interval '1 millisecond'`,
+      where i.status <> 'resolved' and i.last_failure_at < now() - $1 * interval '1 millisecond'
+        -- a delivery still retrying keeps its incident open (a retry overdue by more than the quiet period no longer counts: its delivery ended unattempted)
+        and not exists (select 1 from incident_failures f
+                         where f.incident_id = i.id and f.next_attempt_at is not null and f.recovered_at is null
+                           and f.next_attempt_at > now() - $1 * interval '1 millisecond')`,
     [quietMs],
   );
   const resolved: string[] = [];

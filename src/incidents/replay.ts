@@ -2,6 +2,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { forwardTargets, type ForwardTarget, type NewDelivery } from '../delivery/enqueue.ts';
 import { batchCounts, cancelBatch, endIdleBatchPacing, holdBatch, lastAttemptsAllFailed, queuePacedBatch, releaseBatch } from '../delivery/replay-batch.ts';
+import { supersedeWaiting } from '../delivery/supersede.ts';
 import { endpointNames } from '../destinations/endpoint-ref.ts';
 import { addUpdate, findIncident } from './store.ts';
 import { emitEvent } from '../subscriptions/emit.ts';
@@ -31,6 +32,7 @@ export type ReplayQueued =
 
 interface Unreplayed {
   id: string;
+  delivery_id: string;
   request_id: string;
   request_received_at: Date;
   endpoint_id: string;
@@ -79,7 +81,7 @@ export async function queueIncidentReplay(
     const incident = await findIncident(tx, input.organizationId, input.incidentId, { lock: true });
     if (!incident) return { ok: false, reason: 'not_found' } as const;
     const { rows: failures } = await tx.query<Unreplayed>(
-      `select id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type, agent_id, destination_url
+      `select id, delivery_id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type, agent_id, destination_url
          from incident_failures
         where incident_id = $1::uuid and replay_delivery_id is null and recovered_at is null
         order by id`,
@@ -112,6 +114,12 @@ export async function queueIncidentReplay(
         where f.id = x.failure_id`,
       [batchId, queued.map((f) => f.id), deliveries.map((d) => d.id)],
     );
+    // a failed delivery still waiting for its retry is replaced by the batch's delivery, not run beside it (issue 28)
+    const replaced = await supersedeWaiting(tx, queued.map((f) => f.delivery_id), `incident replay batch ${batchId} took its place`);
+    if (replaced.length > 0) {
+      const gone = new Set(replaced);
+      await tx.query(`update incident_failures set next_attempt_at = null where id = any($1::uuid[])`, [queued.filter((f) => gone.has(f.delivery_id)).map((f) => f.id)]);
+    }
     await addUpdate(tx, {
       organizationId: input.organizationId,
       incidentId: incident.id,

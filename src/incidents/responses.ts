@@ -1,6 +1,7 @@
 import { answer, arrayOf, bool, dataOf, errors, int, nullableInt, nullableStr, nullableTime, nullableUuid, object, oneOfStrings, pageOf, str, time, uuid } from '../http/responses.ts';
 import { sampleEnvelopeSchema } from '../subscriptions/responses.ts';
 import { EXAMPLE_INCIDENT } from '../subscriptions/samples.ts';
+import { FAILURE_STATUSES } from './incidents.ts';
 import { INCIDENT_STATUSES } from './store.ts';
 
 const incidentProperties = {
@@ -37,10 +38,16 @@ export const failureSchema = object({
   endpoint_id: uuid,
   destination_id: uuid,
   destination_url: str,
+  status: {
+    ...oneOfStrings(FAILURE_STATUSES),
+    description:
+      'retrying: its delivery waits for next_attempt_at; failed: no retry left; replaying / replay_failed: an incident replay took it; recovered: a retry or replay delivered it.',
+  },
+  next_attempt_at: { ...nullableTime, description: "The delivery's next retry while status is retrying, else null." },
   status_code: nullableInt,
   error: nullableStr,
   error_class: nullableStr,
-  failed_at: time,
+  failed_at: { ...time, description: "The delivery's first failed attempt; status_code, error and error_class are its newest." },
   recovered_at: nullableTime,
   replayed_at: nullableTime,
   replay_status_code: nullableInt,

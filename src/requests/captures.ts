@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
+import { captureDeliveryStateSql, type CaptureDeliveryState } from '../delivery/summary.ts';
 import { idTimestamp, isoTime } from './capture-ids.ts';
 
 /** One HTTP request as captured on an ingestion URL. */
@@ -63,6 +64,8 @@ export interface CaptureFilters {
   until?: Date;
   /** Text searched in header names and values (case-insensitive), path and query (case-insensitive) and body bytes (exact). */
   q?: string;
+  /** Only captures whose delivery summary has this status (src/delivery/summary.ts). */
+  deliveryStatus?: CaptureDeliveryState;
 }
 
 /**
@@ -91,6 +94,8 @@ export function capturePageStatement(organizationId: string, endpointId: string,
        or (path || '?' || query) ilike ${like}
        or position(${p(Buffer.from(f.q, 'utf8'))}::bytea in body) > 0)`);
   }
+  // qualified: the state's subquery reads deliveries, which has an id and organization_id too
+  if (f.deliveryStatus) where.push(`${captureDeliveryStateSql('captured_requests.id', 'captured_requests.organization_id')} = ${p(f.deliveryStatus)}`);
   return { text: `select ${SUMMARY} from captured_requests where ${where.join(' and ')} order by id desc limit ${p(f.limit + 1)}`, params };
 }
 

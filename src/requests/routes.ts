@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { CAPTURE_DELIVERY_STATES, deliverySummaries, type CaptureDeliveryState } from '../delivery/summary.ts';
 import { getEndpoint } from '../endpoints/endpoints.ts';
 import type { AppDeps } from '../http/app.ts';
 import { badRequest, notFound } from '../http/errors.ts';
@@ -19,6 +20,7 @@ const listQuery = {
     since: { type: 'string' },
     until: { type: 'string' },
     q: { type: 'string', minLength: 1, maxLength: 200 },
+    delivery_status: { type: 'string', enum: [...CAPTURE_DELIVERY_STATES], description: "Only captures whose delivery summary has this status (delivery.status)." },
   },
 } as const;
 
@@ -29,6 +31,7 @@ interface ListQuery {
   since?: string;
   until?: string;
   q?: string;
+  delivery_status?: CaptureDeliveryState;
 }
 
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -62,8 +65,10 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
         since,
         until,
         q: q.q,
+        deliveryStatus: q.delivery_status,
       });
-      return { data: toPage(rows, q.limit, presentCaptureSummary) };
+      const summaries = await deliverySummaries(db, orgId, rows.slice(0, q.limit).map((r) => r.id));
+      return { data: toPage(rows, q.limit, (c) => ({ ...presentCaptureSummary(c), delivery: summaries.get(c.id) })) };
     },
   );
 
@@ -71,7 +76,8 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
     const id = pathId(request.params.id, 'Request');
     const capture = await getCapture(db, request.auth.organizationId, id);
     if (!capture) throw notFound(`Request ${id} not found.`);
-    return { data: presentCapture(capture) };
+    const summary = (await deliverySummaries(db, request.auth.organizationId, [capture.id])).get(capture.id);
+    return { data: { ...presentCapture(capture), delivery: summary } };
   });
 
   app.get<{ Params: { id: string } }>('/requests/:id/body', { config: { auth: READ }, schema: { params: idParams, response: captureBodyResponse } }, async (request, reply) => {

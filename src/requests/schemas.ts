@@ -5,6 +5,8 @@
  * (present.ts) adds must be added here too, or it is dropped from the answer:
  * test/http/openapi-answers.test.ts compares every answer with JSON.stringify's.
  */
+import { CAPTURE_DELIVERY_STATES } from '../delivery/summary.ts';
+
 const nullableString = { type: ['string', 'null'] } as const;
 
 /**
@@ -30,6 +32,23 @@ export const EXAMPLE_CAPTURE = {
   body_encoding: 'utf8',
 };
 
+/** Where the capture's forwarding stands (src/delivery/summary.ts); on the list and one capture, not on live-tail or event payloads. */
+const deliverySummarySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['status', 'destinations', 'delivered', 'retrying', 'pending', 'failed'],
+  description:
+    "Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state.",
+  properties: {
+    status: { type: 'string', enum: [...CAPTURE_DELIVERY_STATES] },
+    destinations: { type: 'integer' },
+    delivered: { type: 'integer' },
+    retrying: { type: 'integer' },
+    pending: { type: 'integer' },
+    failed: { type: 'integer' },
+  },
+} as const;
+
 export const captureSummarySchema = {
   type: 'object',
   additionalProperties: false,
@@ -49,6 +68,7 @@ export const captureSummarySchema = {
     content_type: nullableString,
     body_size: { type: 'integer' },
     source_ip: nullableString,
+    delivery: deliverySummarySchema,
   },
 } as const;
 

@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { replayRequest } from '../../src/delivery/replay.ts';
 import { correlateAll } from '../../src/incidents/correlate.ts';
+import { getIncidentDetail } from '../../src/incidents/incidents.ts';
 import { resolveRecovered, setIncidentStatus } from '../../src/incidents/lifecycle.ts';
 import { queueIncidentReplay } from '../../src/incidents/replay.ts';
 import { startIncidents } from '../../src/incidents/start.ts';
 import { forwardUrlDestinationId, SYSTEM_ACTOR_ID } from '../../src/incidents/store.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { insertCaptures, insertEndpoint, insertForwardDestination } from '../helpers/fixtures.ts';
-import { orgWithEndpoint, silent, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from '../delivery/helpers.ts';
+import { deliveries, orgWithEndpoint, silent, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from '../delivery/helpers.ts';
 import { failureRows, incidents, updates } from './helpers.ts';
 
 const bodies = (n: number, tag = 'x') => Array.from({ length: n }, (_, i) => ({ body: `{"${tag}":${i}}` }));
@@ -100,17 +101,59 @@ describe('incident correlation', () => {
     assert.equal(incident.likely_cause, 'Rate limited: the destination answers 429 with Retry-After 30 s.');
   });
 
-  it('does not record a failure that will be retried', async () => {
-    const rx = await t.receiver({ reply: () => ({ status: 500 }) });
+  it('records a failed attempt that will be retried at once, as retrying, counts its delivery once, and marks it recovered when a retry succeeds', async () => {
+    const state = { status: 500 };
+    const rx = await t.receiver({ reply: () => ({ status: state.status }) });
     const ep = await orgWithEndpoint(t.db);
-    await insertForwardDestination(t.db, ep, { url: rx.url, retrySchedule: [600] });
+    await insertForwardDestination(t.db, ep, { url: rx.url, retrySchedule: [1, 1, 600] });
     await insertCaptures(t.db, ep, bodies(1));
     t.worker = await startTestWorker(t.db);
     await rx.waitFor(1);
-    await waitForStatus(t.db, ['pending'], 1);
-    const { rows } = await t.db.query<{ n: number }>(`select attempt_count as n from deliveries`);
-    assert.equal(rows[0].n, 1, 'the attempt was recorded');
-    assert.equal((await failureRows(t.db)).length, 0);
+    const [first] = await waitUntil(async () => ((await failureRows(t.db)) as any[]).length === 1 && failureRows(t.db), 'the first failure');
+    assert.ok((first as any).next_attempt_at, 'the row says when the retry is due');
+    assert.equal(await correlateAll(t.db), 1, 'an incident opens on the first failed attempt');
+    const [incident] = await incidents(t.db);
+    let detail = (await getIncidentDetail(t.db, ep.organization_id, incident.id))!;
+    assert.equal(detail.failures[0].status, 'retrying');
+    assert.ok(detail.failures[0].next_attempt_at);
+    assert.deepEqual(await resolveRecovered(t.db, { quietMs: 0 }), [], 'a delivery still retrying keeps the incident open');
+
+    // the second attempt fails too: the same row, newest error, still one failure
+    await rx.waitFor(2);
+    await waitUntil(async () => (await deliveries(t.db))[0].attempt_count === 2 || undefined, 'the second attempt recorded');
+    assert.equal((await failureRows(t.db)).length, 1, 'one failure per delivery, not per attempt');
+    assert.equal(await correlateAll(t.db), 0);
+    assert.equal((await incidents(t.db))[0].failure_count, 1);
+
+    state.status = 200;
+    await waitForStatus(t.db, ['succeeded'], 1);
+    const [recovered] = await failureRows(t.db);
+    assert.ok(recovered.recovered_at, 'the retry that succeeded marks the failure recovered');
+    detail = (await getIncidentDetail(t.db, ep.organization_id, incident.id))!;
+    assert.equal(detail.failures[0].status, 'recovered');
+    assert.equal(detail.failures[0].next_attempt_at, null);
+    assert.equal(detail.unreplayed_count, 0, 'nothing left for an incident replay');
+  });
+
+  it('moves a retrying failure to failed when its retries run out, keeping its first failure time', async () => {
+    const rx = await t.receiver({ reply: () => ({ status: 503 }) });
+    const ep = await orgWithEndpoint(t.db);
+    await insertForwardDestination(t.db, ep, { url: rx.url, retrySchedule: [1] });
+    await insertCaptures(t.db, ep, bodies(1));
+    t.worker = await startTestWorker(t.db);
+    await waitUntil(async () => (await failureRows(t.db)).length === 1 || undefined, 'the first failure');
+    const failedAt = ((await failureRows(t.db))[0] as any).failed_at;
+    await correlateAll(t.db);
+    await waitForStatus(t.db, ['dead'], 1);
+    const rows = (await failureRows(t.db)) as any[];
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].next_attempt_at, null);
+    assert.match(rows[0].error, /exhausted/);
+    assert.equal(new Date(rows[0].failed_at).getTime(), new Date(failedAt).getTime());
+    const [incident] = await incidents(t.db);
+    assert.equal(incident.failure_count, 1);
+    const detail = (await getIncidentDetail(t.db, ep.organization_id, incident.id))!;
+    assert.equal(detail.failures[0].status, 'failed');
   });
 
   it('opens a recurring incident after a resolved one, and a fresh one outside the recurrence window', async () => {

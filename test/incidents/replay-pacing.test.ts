@@ -162,7 +162,9 @@ describe('replay batch pacing and the cheaper claim', () => {
     assert.equal((await completeAttempts(t.db, [succeeded, retried, singleReplay], 'test')).size, 3);
     const recovered = (await failureRows(t.db)).find((f) => f.request_id === seeded.requestIds[0])!;
     assert.ok(recovered.recovered_at, 'the single-request replay recovered its failure');
-    assert.equal(await failuresOf(succeeded, retried), 0, 'a success and a retry of a capture record nothing');
+    assert.equal(await failuresOf(succeeded), 0, "a capture's first-attempt success records nothing");
+    assert.equal(await failuresOf(retried), 1, 'a failed attempt that will be retried is recorded at once (issue 28)');
+    assert.ok((await failureRows(t.db)).some((f: any) => f.delivery_id === retried.delivery.id && f.next_attempt_at), 'as retrying');
 
     assert.equal((await completeAttempts(t.db, [failed, batchReplay], 'test')).size, 2);
     const failures = await failureRows(t.db);
@@ -170,15 +172,17 @@ describe('replay batch pacing and the cheaper claim', () => {
     const replayed = failures.find((f) => f.replay_delivery_id === batchReplay.delivery.id)!;
     assert.equal(replayed.replay_status_code, 200);
     assert.ok(replayed.replayed_at && replayed.recovered_at, 'the incident replay is recorded and its failure recovered');
-    assert.equal(failures.length, 3);
+    assert.equal(failures.length, 4);
 
-    // a later group of capture outcomes that are neither final failures nor replays changes nothing for incidents
+    // a later group of capture outcomes: first-attempt successes change nothing for incidents, the failed attempt adds its row
     await insertCaptures(t.db, ep, [{ body: 'y' }]);
     const later = await claim(t.db);
     assert.equal(later.claimed.length, 3);
     const before = await failureRows(t.db);
     const plain = later.claimed.map((d, i) => (i === 0 ? outcome(d, { status: 'pending', delaySeconds: 60 }, 500) : outcome(d, { status: 'succeeded' }, 200)));
     assert.equal((await completeAttempts(t.db, plain, 'test')).size, 3);
-    assert.deepEqual(await failureRows(t.db), before);
+    const afterRows = await failureRows(t.db);
+    assert.deepEqual(afterRows.filter((f: any) => f.delivery_id !== later.claimed[0].id), before);
+    assert.equal(afterRows.length, before.length + 1);
   });
 });

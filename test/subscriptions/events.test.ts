@@ -28,7 +28,9 @@ describe('subscription events', () => {
     assert.equal(event.type, 'request.captured');
     assert.equal(got.headers['webhook-id'], event.id);
     const api = await call(t.app, 'GET', `/v1/requests/${c.id}`, { key: s.key });
-    assert.deepEqual(event.data.object, api.json.data);
+    // the API's delivery summary is where forwarding stands now, not part of what was captured (docs/capture.md)
+    const { delivery: _now, ...captured } = api.json.data;
+    assert.deepEqual(event.data.object, captured);
     await settled(t.db, sub.id);
     // the producer has passed the other endpoint's capture: it is never announced to this subscription
     const { rows } = await t.db.query(`select status from subscription_events where subscription_id = $1::uuid`, [sub.id]);
