@@ -11,18 +11,37 @@ import type { Db, Queryable } from '../src/db/db.ts';
 
 export interface Counter {
   statements: number;
+  /** When set, wall time and count per kind of statement (see kindOf). */
+  byKind?: Map<string, { count: number; ms: number }>;
+}
+
+/** A short name for a statement, by what it does (the forward path's statements; others by their first words). */
+function kindOf(text: string): string {
+  if (text.includes('with next as materialized')) return 'claim';
+  if (text.includes('insert into delivery_attempts')) return text.includes('incident_outcome') ? 'complete (with incidents)' : 'complete';
+  if (text.includes('min(next_attempt_at)')) return 'next due';
+  if (text.startsWith('set local')) return 'set local (planner)';
+  if (text.includes('from replay_batch_pacing')) return 'paced batches?';
+  if (text.includes("lease_until < now()")) return 'requeue expired';
+  return text.replace(/\s+/g, ' ').trim().slice(0, 40);
+}
+
+function timed<T>(c: Counter, kind: string, run: () => Promise<T>): Promise<T> {
+  c.statements++;
+  if (!c.byKind) return run();
+  const t0 = performance.now();
+  return run().finally(() => {
+    const k = c.byKind!.get(kind) ?? { count: 0, ms: 0 };
+    k.count++;
+    k.ms += performance.now() - t0;
+    c.byKind!.set(kind, k);
+  });
 }
 
 function countQueries(q: Queryable, c: Counter): Queryable {
   return {
-    query: (text, params, opts) => {
-      c.statements++;
-      return q.query(text, params, opts);
-    },
-    exec: (sql) => {
-      c.statements++;
-      return q.exec(sql);
-    },
+    query: (text, params, opts) => timed(c, kindOf(text), () => q.query(text, params, opts)),
+    exec: (sql) => timed(c, kindOf(sql), () => q.exec(sql)),
   };
 }
 
