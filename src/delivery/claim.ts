@@ -89,7 +89,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
     o.leaseMs,
     o.node,
     Array.from({ length: o.limit }, () => randomUUID()),
-  ]);
+  ], { name: batches ? 'weir_claim_batches' : 'weir_claim' });
   if (rows.length === 0) return { claimed: [], rescheduled: 0, pacedBatches: batches && (await pacedBatchesExist(db)) };
   // The database's clock hands out slots; convert them to this process's
   // clock, pairing the statement's start there with when it was sent here.
