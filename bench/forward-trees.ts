@@ -37,8 +37,8 @@ const target = `https://127.0.0.1:${port}/hook`;
 
 interface Tree {
   name: string;
-  /** Queues `n` captures, then times one worker draining them: forwards/s. */
-  round(n: number): Promise<number>;
+  /** Queues `n` captures, then times one worker draining them: forwards/s, and this process's CPU µs a forward. */
+  round(n: number): Promise<{ rate: number; cpuUs: number }>;
   close(): Promise<void>;
 }
 
@@ -73,11 +73,13 @@ async function openTree(name: string, root: string): Promise<Tree> {
       let settled = 0;
       const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
       const started = performance.now();
+      const cpu = process.cpuUsage();
       await w.start();
       while (settled < n) await sleep(2);
       const rate = n / ((performance.now() - started) / 1000);
+      const used = process.cpuUsage(cpu);
       await w.stop();
-      return rate;
+      return { rate, cpuUs: (used.user + used.system) / n };
     },
     async close() {
       await http.close();
@@ -97,19 +99,28 @@ for (const t of TREES) trees.push(await openTree(t.name, t.root));
 console.log(`forwarding, trees alternating, on ${process.env.DATABASE_URL ? 'postgres' : 'pglite'}: ${FORWARDS} forwards a round, ${CYCLES} cycles, concurrency ${CONCURRENCY}`);
 for (const t of trees) await t.round(1000); // warm-up: connections, JIT
 const rates = new Map<string, number[]>(trees.map((t) => [t.name, []]));
+// this process's CPU a forward (on PGlite the database's too): steadier than rates on a loaded machine
+const cpus = new Map<string, number[]>(trees.map((t) => [t.name, []]));
 for (let c = 0; c < CYCLES; c++) {
   for (let i = 0; i < trees.length; i++) {
     const t = trees[(i + c) % trees.length];
-    rates.get(t.name)!.push(await t.round(FORWARDS));
+    const r = await t.round(FORWARDS);
+    rates.get(t.name)!.push(r.rate);
+    cpus.get(t.name)!.push(r.cpuUs);
   }
-  console.log(`cycle ${c + 1} (load ${loadavg()[0].toFixed(1)}): ${trees.map((t) => `${t.name} ${rates.get(t.name)![c].toFixed(0)}/s`).join(', ')}`);
+  console.log(
+    `cycle ${c + 1} (load ${loadavg()[0].toFixed(1)}): ${trees.map((t) => `${t.name} ${rates.get(t.name)![c].toFixed(0)}/s, ${cpus.get(t.name)![c].toFixed(0)} µs CPU a forward`).join('; ')}`,
+  );
 }
 const base = rates.get(trees[0].name)!;
+const baseCpu = cpus.get(trees[0].name)!;
 for (const t of trees) {
   const r = rates.get(t.name)!;
+  const u = cpus.get(t.name)!;
   console.log(
     `${t.name}: ${Math.min(...r).toFixed(0)}-${Math.max(...r).toFixed(0)}/s, median ${median(r).toFixed(0)}/s; ` +
-      `÷ ${trees[0].name} per cycle: median ${median(r.map((x, i) => x / base[i])).toFixed(2)}`,
+      `÷ ${trees[0].name} per cycle: median ${median(r.map((x, i) => x / base[i])).toFixed(2)}; ` +
+      `CPU a forward in this process: median ${median(u).toFixed(0)} µs, ÷ ${trees[0].name} ${median(u.map((x, i) => x / baseCpu[i])).toFixed(2)}`,
   );
 }
 receiver.send('exit');

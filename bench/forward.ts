@@ -14,9 +14,15 @@
  * DATABASE_URL when it is set. In (a) and (b) captures are written the way
  * the ingest batcher writes them (storeCaptures: capture rows and their
  * deliveries in one statement), so the offered load is exact and costs no HTTP.
- * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10).
+ * Per round of (a) it also measures CPU per forward against CPU per direct
+ * post (this process, plus on PostgreSQL the server backends of this
+ * database) and statements per forward (every statement the worker sends
+ * through the Db interface, see forward-measure.ts).
+ * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10),
+ * BENCH_ROUNDS (rounds of (a), default 3, the median is the figure).
  */
 import { fork } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import pino from 'pino';
 import { Agent } from 'undici';
@@ -31,15 +37,24 @@ import { createOrganization } from '../src/orgs/organizations.ts';
 import { idTime } from '../src/requests/capture-ids.ts';
 import type { Capture } from '../src/requests/captures.ts';
 import { openBenchDb } from './bench-db.ts';
+import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
 import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Math.max(3, Number(process.env.BENCH_ROUNDS ?? 3));
+/** Which parts to run (default all): BENCH_PARTS=a for a profile of the throughput part alone. */
+const PARTS = process.env.BENCH_PARTS ?? 'abc';
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number, d = 0) => n.toFixed(d);
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 
 function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
@@ -93,9 +108,12 @@ const http = new HttpTransport({ allowPrivate: true, connectTimeoutMs: 10_000, t
 const transport: Transport = { destinationType: 'https', send: (d, signal) => http.send(d, signal), close: async () => {} };
 
 let settled = 0;
+// The worker's statements are counted; the bench's own (captures, reports) are not.
+const statements: Counter = { statements: 0 };
+const workerDb = counted(db, statements);
 function worker(opts: { listen?: boolean; pollMs?: number } = {}): DeliveryWorker {
   return new DeliveryWorker({
-    db,
+    db: workerDb,
     logger: pino({ level: 'warn' }),
     node: 'bench',
     transport,
@@ -114,9 +132,18 @@ async function waitSettled(n: number): Promise<void> {
 // --- (a) throughput -----------------------------------------------------------
 // The baseline client: undici with the same trust set up the same way (one secure context).
 const agent = new Agent({ connect: { secureContext: createSecureContext({ ca: [...rootCertificates, testCa().ca] }) } });
-async function direct(n: number): Promise<number> {
+interface Phase {
+  rate: number;
+  /** CPU ms per forward or post: this process, and the database server's (PostgreSQL). */
+  cpuMs: number;
+  serverCpuMs: number;
+  statements: number;
+}
+
+async function direct(n: number): Promise<Phase> {
   const headers = HEADERS.flat();
   let next = 0;
+  const cpu = await cpuNow(db);
   const started = now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -127,44 +154,55 @@ async function direct(n: number): Promise<number> {
       }
     }),
   );
-  return n / ((now() - started) / 1000);
+  const rate = n / ((now() - started) / 1000);
+  const used = await cpuSince(db, cpu);
+  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: 0 };
 }
 
-async function throughWeir(n: number): Promise<number> {
+async function throughWeir(n: number): Promise<Phase> {
   for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done));
   settled = 0;
   const w = worker();
+  const cpu = await cpuNow(db);
+  const sent = statements.statements;
   const started = now();
   await w.start();
   await waitSettled(n);
   const rate = n / ((now() - started) / 1000);
+  const count = statements.statements - sent;
+  const used = await cpuSince(db, cpu);
   await w.stop();
-  return rate;
+  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n };
 }
 
-console.log(`forwarding benchmark on ${db.kind}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body`);
+console.log(`forwarding benchmark on ${db.kind}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 // Warm-up (connections, JIT), then alternating rounds so both sides see the
 // same machine conditions; the median ratio is the figure.
 await direct(3000);
 await throughWeir(1000);
 await arrivals();
-const rounds: Array<{ direct: number; weir: number }> = [];
-for (let r = 0; r < 3; r++) {
+const rounds: Array<{ direct: Phase; weir: Phase }> = [];
+for (let r = 0; r < ROUNDS; r++) {
   const d = await direct(FORWARDS);
   const w = await throughWeir(FORWARDS);
   rounds.push({ direct: d, weir: w });
+  console.log(
+    `(a) round ${r + 1} (load ${fmt(loadavg()[0], 1)}): direct ${fmt(d.rate)}/s, ${fmt(d.cpuMs * 1000)} µs CPU a post; ` +
+      `Weir ${fmt(w.rate)}/s, ${fmt(w.cpuMs * 1000)} µs CPU a forward${db.kind === 'postgres' ? ` + ${fmt(w.serverCpuMs * 1000)} µs in the server` : ''}, ${fmt(w.statements, 2)} statements a forward`,
+  );
 }
 const got = await arrivals();
 const delivered = new Set([...got.keys()].filter((k) => k.startsWith('msg_'))).size;
-const ratios = rounds.map((r) => r.weir / r.direct).sort((a, b) => a - b);
-const weirRate = rounds.map((r) => r.weir).sort((a, b) => a - b)[1];
+const weirRate = median(rounds.map((r) => r.weir.rate));
 console.log(
-  `(a) throughput: ${rounds.map((r) => `direct ${fmt(r.direct)}/s vs Weir ${fmt(r.weir)}/s`).join('; ')}; ` +
-    `median ratio ${fmt(ratios[1], 2)} (${delivered} distinct captures arrived of ${3 * FORWARDS})`,
+  `(a) median of ${ROUNDS} rounds: Weir ÷ direct ${fmt(median(rounds.map((r) => r.weir.rate / r.direct.rate)), 2)}; ` +
+    `CPU a forward ÷ CPU a direct post ${fmt(median(rounds.map((r) => (r.weir.cpuMs + r.weir.serverCpuMs) / r.direct.cpuMs)), 1)}` +
+    `${db.kind === 'postgres' ? ` (this process alone ${fmt(median(rounds.map((r) => r.weir.cpuMs / r.direct.cpuMs)), 1)})` : ''}; ` +
+    `statements a forward ${fmt(median(rounds.map((r) => r.weir.statements)), 2)} (${delivered} distinct captures arrived of ${ROUNDS * FORWARDS})`,
 );
 
 // --- (b) drain ratio at half the maximum --------------------------------------
-{
+if (PARTS.includes('b')) {
   const rate = weirRate / 2;
   settled = 0;
   const w = worker();
@@ -220,6 +258,7 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
   const w = worker(opts);
   await w.start();
   await arrivals();
+  const sent = statements.statements;
   const scheduled = new Map<string, number>();
   const started = now() + 50;
   const total = Math.round(rate * SECONDS);
@@ -233,16 +272,19 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
   }
   await Promise.all(sends);
   await waitSettled(total);
+  const perForward = (statements.statements - sent) / total;
   await w.stop();
   const got = await arrivals();
   const lat = [...scheduled].map(([id, at]) => (got.get(id) ?? NaN) - at).filter((x) => !Number.isNaN(x));
-  console.log(`(c) ingest-to-destination latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} webhooks): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`);
+  console.log(`(c) ingest-to-destination latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} webhooks): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms; ${fmt(perForward, 2)} statements a forward`);
 }
 
 const latencyRate = 20;
-await latency('NOTIFY wake-ups (safety poll 5 s)', { listen: true, pollMs: 5_000 }, latencyRate);
-await latency('polling alone every 1 s', { listen: false, pollMs: 1_000 }, latencyRate);
-await latency('polling alone every 5 s (the safety poll)', { listen: false, pollMs: 5_000 }, latencyRate);
+if (PARTS.includes('c')) {
+  await latency('NOTIFY wake-ups (safety poll 5 s)', { listen: true, pollMs: 5_000 }, latencyRate);
+  await latency('polling alone every 1 s', { listen: false, pollMs: 1_000 }, latencyRate);
+  await latency('polling alone every 5 s (the safety poll)', { listen: false, pollMs: 5_000 }, latencyRate);
+}
 
 receiver.send('exit');
 await ingest.close();

@@ -1,0 +1,110 @@
+/**
+ * What bench/forward.ts measures besides rates: statements sent through
+ * the Db interface (a counting wrapper: every query and exec is one round
+ * trip, a transaction adds its BEGIN and COMMIT), and CPU time, of this
+ * process and, on PostgreSQL, of the server processes serving this
+ * benchmark's database (read from /proc, so only this run's backends count,
+ * not other work on the machine).
+ */
+import { readFileSync } from 'node:fs';
+import type { Db, Queryable } from '../src/db/db.ts';
+
+export interface Counter {
+  statements: number;
+  /** When set, wall time and count per kind of statement (see kindOf). */
+  byKind?: Map<string, { count: number; ms: number }>;
+}
+
+/** A short name for a statement, by what it does (the forward path's statements; others by their first words). */
+function kindOf(text: string): string {
+  if (text.includes('with next as materialized')) return 'claim';
+  if (text.includes('insert into delivery_attempts')) return text.includes('incident_outcome') ? 'complete (with incidents)' : 'complete';
+  if (text.includes('min(next_attempt_at)')) return 'next due';
+  if (text.startsWith('set local')) return 'set local (planner)';
+  if (text.includes('from replay_batch_pacing')) return 'paced batches?';
+  if (text.includes("lease_until < now()")) return 'requeue expired';
+  return text.replace(/\s+/g, ' ').trim().slice(0, 40);
+}
+
+function timed<T>(c: Counter, kind: string, run: () => Promise<T>): Promise<T> {
+  c.statements++;
+  if (!c.byKind) return run();
+  const t0 = performance.now();
+  return run().finally(() => {
+    const k = c.byKind!.get(kind) ?? { count: 0, ms: 0 };
+    k.count++;
+    k.ms += performance.now() - t0;
+    c.byKind!.set(kind, k);
+  });
+}
+
+function countQueries(q: Queryable, c: Counter): Queryable {
+  return {
+    query: (text, params, opts) => timed(c, kindOf(text), () => q.query(text, params, opts)),
+    exec: (sql) => timed(c, kindOf(sql), () => q.exec(sql)),
+  };
+}
+
+/** The same database, counting each statement it is sent into `c`. */
+export function counted(db: Db, c: Counter): Db {
+  const q = countQueries(db, c);
+  return {
+    kind: db.kind,
+    query: q.query,
+    exec: q.exec,
+    transaction: (fn) => {
+      c.statements += 2; // BEGIN, COMMIT
+      return db.transaction((tx) => fn(countQueries(tx, c)));
+    },
+    session: (fn) => db.session((conn) => fn(countQueries(conn, c))),
+    listen: (channel, onNotify, onReconnect) => db.listen(channel, onNotify, onReconnect),
+    listening: () => db.listening(),
+    poolStats: db.poolStats ? () => db.poolStats!() : undefined,
+    close: () => db.close(),
+  };
+}
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** CPU ms of the processes `pids` (utime + stime from /proc); a process gone meanwhile counts 0. */
+function procCpuMs(pids: number[]): number {
+  let ms = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ms += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+    } catch {
+      /* exited */
+    }
+  }
+  return ms;
+}
+
+/** The PostgreSQL backends serving this database now (PGlite: none, it runs in this process). */
+async function serverPids(db: Db): Promise<number[]> {
+  if (db.kind !== 'postgres') return [];
+  const { rows } = await db.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  return rows.map((r) => Number(r.pid));
+}
+
+export interface CpuSample {
+  processMs: number;
+  serverMs: number;
+  pids: number[];
+}
+
+export async function cpuNow(db: Db): Promise<CpuSample> {
+  const u = process.cpuUsage();
+  const pids = await serverPids(db);
+  return { processMs: (u.user + u.system) / 1000, serverMs: procCpuMs(pids), pids };
+}
+
+/** CPU spent since `start`: this process, and the same server backends (plus any that started since). */
+export async function cpuSince(db: Db, start: CpuSample): Promise<{ processMs: number; serverMs: number }> {
+  const u = process.cpuUsage();
+  const pids = await serverPids(db);
+  const known = new Set(start.pids);
+  const serverMs = procCpuMs(start.pids) - start.serverMs + procCpuMs(pids.filter((p) => !known.has(p)));
+  return { processMs: (u.user + u.system) / 1000 - start.processMs, serverMs };
+}
