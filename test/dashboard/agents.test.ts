@@ -7,7 +7,8 @@ import { startAgent, type AgentProcess } from '../agents/helpers.ts';
 
 /**
  * The agents page in a real browser against a real `weir serve` (its first
- * start's key, on the free plan: one production agent), with the real agent
+ * start's key, on the free plan since WEIR_PLANS is set: one production
+ * agent), with the real agent
  * CLI connecting to it.
  */
 describe('dashboard: agents', () => {
@@ -17,7 +18,8 @@ describe('dashboard: agents', () => {
   const agents: AgentProcess[] = [];
   before(async () => {
     store = await freshStore();
-    weir = await startWeirProcess(store.env);
+    // WEIR_PLANS set (even to {}): the first organization starts on free
+    weir = await startWeirProcess({ ...store.env, WEIR_PLANS: '{}' });
     browser = await launchChromium();
   });
   after(async () => {

@@ -26,7 +26,8 @@ describe('dashboard: endpoints, end to end', () => {
   before(async () => {
     store = await freshStore();
     rx = await startReceiver();
-    weir = await startWeirProcess({ ...store.env, WEIR_ADMIN_TOKEN: ADMIN, WEIR_ALLOW_PRIVATE_DESTINATIONS: '1', NODE_EXTRA_CA_CERTS: testCa().caFile });
+    // WEIR_PLANS set (even to {}): the first organization starts on free, whose endpoint limit a test shows
+    weir = await startWeirProcess({ ...store.env, WEIR_ADMIN_TOKEN: ADMIN, WEIR_ALLOW_PRIVATE_DESTINATIONS: '1', NODE_EXTRA_CA_CERTS: testCa().caFile, WEIR_PLANS: '{}' });
     key = weir.bootstrapKey!;
     browser = await launchChromium();
   });
