@@ -3486,6 +3486,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f",
+                     *             "endpoint_id": "0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d",
+                     *             "received_at": "2026-01-01T00:00:00.000Z",
+                     *             "method": "POST",
+                     *             "path": "/stripe",
+                     *             "query": "",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Content-Type",
+                     *                 "value": "application/json"
+                     *               },
+                     *               {
+                     *                 "name": "Stripe-Signature",
+                     *                 "value": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *               }
+                     *             ],
+                     *             "content_type": "application/json",
+                     *             "body_size": 56,
+                     *             "source_ip": "203.0.113.7"
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 1,
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -6610,6 +6644,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-0000000000c1",
+                     *         "body": "Staging was redeployed; retrying.",
+                     *         "is_system": false,
+                     *         "author_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *         "created_at": "2026-01-01T00:07:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description A member note or a system update. */
                         data: {
@@ -6752,6 +6797,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "replay_batch_id": "0193a8c2-0000-7000-8000-0000000000b1",
+                     *         "queued_count": 12,
+                     *         "requests_per_minute": 60
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */

@@ -8,13 +8,19 @@
  * table is published without an id, and test/http/openapi-operations.test.ts
  * fails; `requestExample` is checked against the route's body schema there.
  */
+import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
+
 export interface OperationInfo {
   id: string;
   summary: string;
   /** The resource it belongs to, when the path's first segment is not it (nested routes). */
   tag?: string;
   requestExample?: unknown;
+  /** An example of the success answer, where the answer's schema has none of its own. */
+  responseExample?: unknown;
 }
+
+const { body: _body, body_encoding: _encoding, ...EXAMPLE_CAPTURE_SUMMARY } = EXAMPLE_CAPTURE;
 
 const UUID_A = '0193a8c2-0000-7000-8000-000000000001';
 const UUID_B = '0193a8c2-0000-7000-8000-000000000002';
@@ -48,7 +54,12 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'PATCH /v1/endpoints/{id}': { id: 'updateEndpoint', summary: 'Update an endpoint', requestExample: { paused: true } },
   'DELETE /v1/endpoints/{id}': { id: 'deleteEndpoint', summary: 'Delete an endpoint and its captures' },
 
-  'GET /v1/endpoints/{id}/requests': { id: 'listEndpointRequests', summary: "List an endpoint's captured requests", tag: 'requests' },
+  'GET /v1/endpoints/{id}/requests': {
+    id: 'listEndpointRequests',
+    summary: "List an endpoint's captured requests",
+    tag: 'requests',
+    responseExample: { data: { data: [EXAMPLE_CAPTURE_SUMMARY], meta: { count: 1, has_more: false, next_cursor: null } } },
+  },
   'GET /v1/endpoints/{id}/requests/stream': { id: 'streamEndpointRequests', summary: "Stream an endpoint's captures live (server-sent events)", tag: 'requests' },
   'GET /v1/requests/{id}': { id: 'getRequest', summary: 'Get a captured request' },
   'GET /v1/requests/{id}/body': { id: 'getRequestBody', summary: 'Download the raw body of a captured request' },
@@ -84,8 +95,18 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/incidents/recent': { id: 'listRecentIncidents', summary: 'List the newest incidents of any status' },
   'GET /v1/incidents/{id}': { id: 'getIncident', summary: 'Get an incident with its failures and updates' },
   'PATCH /v1/incidents/{id}': { id: 'updateIncident', summary: "Change an incident's status", requestExample: { status: 'investigating' } },
-  'POST /v1/incidents/{id}/updates': { id: 'addIncidentNote', summary: 'Add a note to an incident', requestExample: { body: 'Staging was redeployed; retrying.' } },
-  'POST /v1/incidents/{id}/replay': { id: 'replayIncident', summary: "Replay an incident's failed deliveries, paced", requestExample: { requests_per_minute: 60 } },
+  'POST /v1/incidents/{id}/updates': {
+    id: 'addIncidentNote',
+    summary: 'Add a note to an incident',
+    requestExample: { body: 'Staging was redeployed; retrying.' },
+    responseExample: { data: { id: '0193a8c2-0000-7000-8000-0000000000c1', body: 'Staging was redeployed; retrying.', is_system: false, author_id: UUID_B, created_at: '2026-01-01T00:07:00.000Z' } },
+  },
+  'POST /v1/incidents/{id}/replay': {
+    id: 'replayIncident',
+    summary: "Replay an incident's failed deliveries, paced",
+    requestExample: { requests_per_minute: 60 },
+    responseExample: { data: { replay_batch_id: '0193a8c2-0000-7000-8000-0000000000b1', queued_count: 12, requests_per_minute: 60 } },
+  },
 
   'GET /v1/replay-batches/{id}': { id: 'getReplayBatch', summary: 'Get a replay batch and its progress' },
   'POST /v1/replay-batches/{id}/cancel': { id: 'cancelReplayBatch', summary: 'Cancel a replay batch' },
