@@ -26,8 +26,31 @@ const UUID_A = '0193a8c2-0000-7000-8000-000000000001';
 const UUID_B = '0193a8c2-0000-7000-8000-000000000002';
 
 export const OPERATIONS: Record<string, OperationInfo> = {
-  'GET /v1/me': { id: 'getMe', summary: 'Who the key acts as', tag: 'account' },
-  'GET /v1/health': { id: 'getHealth', summary: 'Check the API and database are up', tag: 'account' },
+  'GET /v1/me': {
+    id: 'getMe',
+    summary: 'Who the key acts as',
+    tag: 'account',
+    responseExample: {
+      data: {
+        organization: {
+          id: UUID_A,
+          name: 'Acme',
+          plan: 'starter',
+          region: 'us',
+          limits: { max_endpoints: 10, max_forward_destinations: 20, max_agents: 5, incident_replay: true, retention_days: 7 },
+        },
+        member: { id: UUID_B, email: 'ada@example.com', role: 'developer' },
+        api_key: { id: '0193a8c2-0000-7000-8000-0000000000f1', name: 'CI', access_mode: 'custom', scopes: ['endpoints:read', 'requests:read'], expires_at: null, effective_role: 'developer' },
+        permissions: ['endpoints.view', 'requests.view'],
+      },
+    },
+  },
+  'GET /v1/health': {
+    id: 'getHealth',
+    summary: 'Check the API and database are up',
+    tag: 'account',
+    responseExample: { data: { status: 'ok', version: '0.1.0', database: { kind: 'postgres', reachable: true, latency_ms: 0.8 }, notifications: 'connected' } },
+  },
 
   'GET /v1/api-keys': { id: 'listApiKeys', summary: 'List API keys' },
   'POST /v1/api-keys': {
@@ -114,7 +137,30 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'POST /v1/replay-batches/{id}/resume': { id: 'resumeReplayBatch', summary: 'Resume a paused replay batch' },
 
   'GET /v1/agents': { id: 'listAgents', summary: 'List agents' },
-  'POST /v1/agents': { id: 'createAgent', summary: 'Register an agent and get its token', requestExample: { name: 'laptop-ada', environment: 'development' } },
+  'POST /v1/agents': {
+    id: 'createAgent',
+    summary: 'Register an agent and get its token',
+    requestExample: { name: 'laptop-ada', environment: 'development' },
+    responseExample: {
+      data: {
+        id: '0193a8c2-0000-7000-8000-0000000000a7',
+        name: 'laptop-ada',
+        environment: 'development',
+        status: 'disconnected',
+        connected_at: null,
+        last_seen_at: null,
+        agent_version: null,
+        hostname: null,
+        node: null,
+        revoked_at: null,
+        created_at: '2026-01-01T00:00:00.000Z',
+        updated_at: '2026-01-01T00:00:00.000Z',
+        token: 'wr_agent_3q2x9Zk1Hc5mP8vT0bN4yL6wD7fG2sJq8WmE0xR4tY7',
+        command: 'npx weir agent --server https://weir.example.com --token wr_agent_3q2x9Zk1Hc5mP8vT0bN4yL6wD7fG2sJq8WmE0xR4tY7',
+        gateway_path: '/agent/v1/connect',
+      },
+    },
+  },
   'GET /v1/agents/{id}': { id: 'getAgent', summary: 'Get an agent' },
   'PATCH /v1/agents/{id}': { id: 'updateAgent', summary: 'Rename an agent or change its environment', requestExample: { name: 'ci-runner' } },
   'DELETE /v1/agents/{id}': { id: 'deleteAgent', summary: 'Delete an agent' },
