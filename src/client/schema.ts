@@ -1160,6 +1160,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "organization": {
+                     *           "id": "0193a8c2-0000-7000-8000-000000000001",
+                     *           "name": "Acme",
+                     *           "plan": "starter",
+                     *           "region": "us",
+                     *           "limits": {
+                     *             "max_endpoints": 10,
+                     *             "max_forward_destinations": 20,
+                     *             "max_agents": 5,
+                     *             "incident_replay": true,
+                     *             "retention_days": 7
+                     *           }
+                     *         },
+                     *         "member": {
+                     *           "id": "0193a8c2-0000-7000-8000-000000000002",
+                     *           "email": "ada@example.com",
+                     *           "role": "developer"
+                     *         },
+                     *         "api_key": {
+                     *           "id": "0193a8c2-0000-7000-8000-0000000000f1",
+                     *           "name": "CI",
+                     *           "access_mode": "custom",
+                     *           "scopes": [
+                     *             "endpoints:read",
+                     *             "requests:read"
+                     *           ],
+                     *           "expires_at": null,
+                     *           "effective_role": "developer"
+                     *         },
+                     *         "permissions": [
+                     *           "endpoints.view",
+                     *           "requests.view"
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             organization: {
@@ -1306,6 +1345,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "ok",
+                     *         "version": "0.1.0",
+                     *         "database": {
+                     *           "kind": "postgres",
+                     *           "reachable": true,
+                     *           "latency_ms": 0.8
+                     *         },
+                     *         "notifications": "connected"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @enum {string} */
@@ -3486,6 +3539,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f",
+                     *             "endpoint_id": "0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d",
+                     *             "received_at": "2026-01-01T00:00:00.000Z",
+                     *             "method": "POST",
+                     *             "path": "/stripe",
+                     *             "query": "",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Content-Type",
+                     *                 "value": "application/json"
+                     *               },
+                     *               {
+                     *                 "name": "Stripe-Signature",
+                     *                 "value": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *               }
+                     *             ],
+                     *             "content_type": "application/json",
+                     *             "body_size": 56,
+                     *             "source_ip": "203.0.113.7"
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 1,
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -6610,6 +6697,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-0000000000c1",
+                     *         "body": "Staging was redeployed; retrying.",
+                     *         "is_system": false,
+                     *         "author_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *         "created_at": "2026-01-01T00:07:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description A member note or a system update. */
                         data: {
@@ -6752,6 +6850,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "replay_batch_id": "0193a8c2-0000-7000-8000-0000000000b1",
+                     *         "queued_count": 12,
+                     *         "requests_per_minute": 60
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */
@@ -7644,6 +7751,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-0000000000a7",
+                     *         "name": "laptop-ada",
+                     *         "environment": "development",
+                     *         "status": "disconnected",
+                     *         "connected_at": null,
+                     *         "last_seen_at": null,
+                     *         "agent_version": null,
+                     *         "hostname": null,
+                     *         "node": null,
+                     *         "revoked_at": null,
+                     *         "created_at": "2026-01-01T00:00:00.000Z",
+                     *         "updated_at": "2026-01-01T00:00:00.000Z",
+                     *         "token": "wr_agent_3q2x9Zk1Hc5mP8vT0bN4yL6wD7fG2sJq8WmE0xR4tY7",
+                     *         "command": "npx weir agent --server https://weir.example.com --token wr_agent_3q2x9Zk1Hc5mP8vT0bN4yL6wD7fG2sJq8WmE0xR4tY7",
+                     *         "gateway_path": "/agent/v1/connect"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */

@@ -98,15 +98,18 @@ export const REFERENCE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; " +
   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'";
 
-type OpenApiDoc = { paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, { example?: unknown }> } }>> };
+type Media = { content?: Record<string, { example?: unknown }> };
+type OpenApiDoc = { paths?: Record<string, Record<string, { requestBody?: Media; responses?: Record<string, Media> }>> };
 
-/** Each operation's request example from the table, on its JSON body (a route's body schema stays what it validates with). */
+/** The table's examples, on the JSON request body and success answer (the route's schemas stay what it validates and serialises with). */
 function withRequestExamples(doc: OpenApiDoc): OpenApiDoc {
   for (const [path, ops] of Object.entries(doc.paths ?? {})) {
     for (const [method, op] of Object.entries(ops)) {
-      const example = OPERATIONS[`${method.toUpperCase()} ${path}`]?.requestExample;
-      const json = op.requestBody?.content?.['application/json'];
-      if (json && example !== undefined) json.example = example;
+      const info = OPERATIONS[`${method.toUpperCase()} ${path}`];
+      const request = op.requestBody?.content?.['application/json'];
+      if (request && info?.requestExample !== undefined) request.example = info.requestExample;
+      const success = Object.entries(op.responses ?? {}).find(([status]) => status.startsWith('2'))?.[1].content?.['application/json'];
+      if (success && info?.responseExample !== undefined) success.example = info.responseExample;
     }
   }
   return doc;

@@ -8,20 +8,49 @@
  * table is published without an id, and test/http/openapi-operations.test.ts
  * fails; `requestExample` is checked against the route's body schema there.
  */
+import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
+
 export interface OperationInfo {
   id: string;
   summary: string;
   /** The resource it belongs to, when the path's first segment is not it (nested routes). */
   tag?: string;
   requestExample?: unknown;
+  /** An example of the success answer, where the answer's schema has none of its own. */
+  responseExample?: unknown;
 }
+
+const { body: _body, body_encoding: _encoding, ...EXAMPLE_CAPTURE_SUMMARY } = EXAMPLE_CAPTURE;
 
 const UUID_A = '0193a8c2-0000-7000-8000-000000000001';
 const UUID_B = '0193a8c2-0000-7000-8000-000000000002';
 
 export const OPERATIONS: Record<string, OperationInfo> = {
-  'GET /v1/me': { id: 'getMe', summary: 'Who the key acts as', tag: 'account' },
-  'GET /v1/health': { id: 'getHealth', summary: 'Check the API and database are up', tag: 'account' },
+  'GET /v1/me': {
+    id: 'getMe',
+    summary: 'Who the key acts as',
+    tag: 'account',
+    responseExample: {
+      data: {
+        organization: {
+          id: UUID_A,
+          name: 'Acme',
+          plan: 'starter',
+          region: 'us',
+          limits: { max_endpoints: 10, max_forward_destinations: 20, max_agents: 5, incident_replay: true, retention_days: 7 },
+        },
+        member: { id: UUID_B, email: 'ada@example.com', role: 'developer' },
+        api_key: { id: '0193a8c2-0000-7000-8000-0000000000f1', name: 'CI', access_mode: 'custom', scopes: ['endpoints:read', 'requests:read'], expires_at: null, effective_role: 'developer' },
+        permissions: ['endpoints.view', 'requests.view'],
+      },
+    },
+  },
+  'GET /v1/health': {
+    id: 'getHealth',
+    summary: 'Check the API and database are up',
+    tag: 'account',
+    responseExample: { data: { status: 'ok', version: '0.1.0', database: { kind: 'postgres', reachable: true, latency_ms: 0.8 }, notifications: 'connected' } },
+  },
 
   'GET /v1/api-keys': { id: 'listApiKeys', summary: 'List API keys' },
   'POST /v1/api-keys': {
@@ -48,7 +77,12 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'PATCH /v1/endpoints/{id}': { id: 'updateEndpoint', summary: 'Update an endpoint', requestExample: { paused: true } },
   'DELETE /v1/endpoints/{id}': { id: 'deleteEndpoint', summary: 'Delete an endpoint and its captures' },
 
-  'GET /v1/endpoints/{id}/requests': { id: 'listEndpointRequests', summary: "List an endpoint's captured requests", tag: 'requests' },
+  'GET /v1/endpoints/{id}/requests': {
+    id: 'listEndpointRequests',
+    summary: "List an endpoint's captured requests",
+    tag: 'requests',
+    responseExample: { data: { data: [EXAMPLE_CAPTURE_SUMMARY], meta: { count: 1, has_more: false, next_cursor: null } } },
+  },
   'GET /v1/endpoints/{id}/requests/stream': { id: 'streamEndpointRequests', summary: "Stream an endpoint's captures live (server-sent events)", tag: 'requests' },
   'GET /v1/requests/{id}': { id: 'getRequest', summary: 'Get a captured request' },
   'GET /v1/requests/{id}/body': { id: 'getRequestBody', summary: 'Download the raw body of a captured request' },
@@ -84,8 +118,18 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/incidents/recent': { id: 'listRecentIncidents', summary: 'List the newest incidents of any status' },
   'GET /v1/incidents/{id}': { id: 'getIncident', summary: 'Get an incident with its failures and updates' },
   'PATCH /v1/incidents/{id}': { id: 'updateIncident', summary: "Change an incident's status", requestExample: { status: 'investigating' } },
-  'POST /v1/incidents/{id}/updates': { id: 'addIncidentNote', summary: 'Add a note to an incident', requestExample: { body: 'Staging was redeployed; retrying.' } },
-  'POST /v1/incidents/{id}/replay': { id: 'replayIncident', summary: "Replay an incident's failed deliveries, paced", requestExample: { requests_per_minute: 60 } },
+  'POST /v1/incidents/{id}/updates': {
+    id: 'addIncidentNote',
+    summary: 'Add a note to an incident',
+    requestExample: { body: 'Staging was redeployed; retrying.' },
+    responseExample: { data: { id: '0193a8c2-0000-7000-8000-0000000000c1', body: 'Staging was redeployed; retrying.', is_system: false, author_id: UUID_B, created_at: '2026-01-01T00:07:00.000Z' } },
+  },
+  'POST /v1/incidents/{id}/replay': {
+    id: 'replayIncident',
+    summary: "Replay an incident's failed deliveries, paced",
+    requestExample: { requests_per_minute: 60 },
+    responseExample: { data: { replay_batch_id: '0193a8c2-0000-7000-8000-0000000000b1', queued_count: 12, requests_per_minute: 60 } },
+  },
 
   'GET /v1/replay-batches/{id}': { id: 'getReplayBatch', summary: 'Get a replay batch and its progress' },
   'POST /v1/replay-batches/{id}/cancel': { id: 'cancelReplayBatch', summary: 'Cancel a replay batch' },
@@ -93,7 +137,30 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'POST /v1/replay-batches/{id}/resume': { id: 'resumeReplayBatch', summary: 'Resume a paused replay batch' },
 
   'GET /v1/agents': { id: 'listAgents', summary: 'List agents' },
-  'POST /v1/agents': { id: 'createAgent', summary: 'Register an agent and get its token', requestExample: { name: 'laptop-ada', environment: 'development' } },
+  'POST /v1/agents': {
+    id: 'createAgent',
+    summary: 'Register an agent and get its token',
+    requestExample: { name: 'laptop-ada', environment: 'development' },
+    responseExample: {
+      data: {
+        id: '0193a8c2-0000-7000-8000-0000000000a7',
+        name: 'laptop-ada',
+        environment: 'development',
+        status: 'disconnected',
+        connected_at: null,
+        last_seen_at: null,
+        agent_version: null,
+        hostname: null,
+        node: null,
+        revoked_at: null,
+        created_at: '2026-01-01T00:00:00.000Z',
+        updated_at: '2026-01-01T00:00:00.000Z',
+        token: 'wr_agent_3q2x9Zk1Hc5mP8vT0bN4yL6wD7fG2sJq8WmE0xR4tY7',
+        command: 'npx weir agent --server https://weir.example.com --token wr_agent_3q2x9Zk1Hc5mP8vT0bN4yL6wD7fG2sJq8WmE0xR4tY7',
+        gateway_path: '/agent/v1/connect',
+      },
+    },
+  },
   'GET /v1/agents/{id}': { id: 'getAgent', summary: 'Get an agent' },
   'PATCH /v1/agents/{id}': { id: 'updateAgent', summary: 'Rename an agent or change its environment', requestExample: { name: 'ci-runner' } },
   'DELETE /v1/agents/{id}': { id: 'deleteAgent', summary: 'Delete an agent' },

@@ -37,7 +37,14 @@ describe('OpenAPI operations', () => {
       assert.ok(op.tags?.length === 1 && tagNames.has(op.tags[0]), `${key} has a declared tag, got ${op.tags}`);
       assert.ok(op.description, `${key} has a description`);
     }
-    for (const key of Object.keys(OPERATIONS)) assert.ok(ops.some((o) => o.key === key), `src/http/operations.ts names ${key}, which is not a route`);
+    for (const [key, info] of Object.entries(OPERATIONS)) {
+      const found = ops.find((o) => o.key === key);
+      assert.ok(found, `src/http/operations.ts names ${key}, which is not a route`);
+      if (info.responseExample !== undefined) {
+        const success = Object.entries(found.op.responses as Record<string, any>).find(([status]) => status.startsWith('2'))?.[1];
+        assert.deepEqual(success?.content?.['application/json']?.example, info.responseExample, `${key} shows its response example`);
+      }
+    }
   });
 
   it("describes each /v1 operation's scopes and role permission from the route's own auth", () => {
@@ -68,8 +75,8 @@ describe('OpenAPI operations', () => {
       }
       for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
         const media = res.content?.['application/json'];
-        if (media?.schema?.example !== undefined) {
-          assert.ok(ajv.validate({ ...media.schema, example: undefined }, media.schema.example), `${key} ${status} example: ${ajv.errorsText()}`);
+        for (const example of [media?.schema?.example, media?.example].filter((e) => e !== undefined)) {
+          assert.ok(ajv.validate({ ...media.schema, example: undefined }, example), `${key} ${status} example: ${ajv.errorsText()}`);
           checked++;
         }
       }
