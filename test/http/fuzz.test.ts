@@ -256,7 +256,8 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('unknown-field' as const), value: fc.constantFrom(...nastyValues()) }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('raw-body' as const), raw: fc.constantFrom('', '{', '[1]', '"x"', '123', 'null', '{"a":', '\u0000', '{"name":"\\u0000"}') }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('query' as const), pick: fc.nat(), text: fc.constantFrom(...NASTY_TEXT) }), weight: 3 },
-  { arbitrary: fc.record({ kind: fc.constant('path' as const), text: fc.constantFrom(...NASTY_TEXT) }), weight: 1 },
+  // never empty in a path: /x/ is another route (the list), not a broken id
+  { arbitrary: fc.record({ kind: fc.constant('path' as const), text: fc.constantFrom(...NASTY_TEXT.filter((s) => s !== '')) }), weight: 1 },
 );
 
 const ajv = new Ajv({ strict: false, formats: { uuid: /^[0-9a-f-]{36}$/i, 'date-time': (s: string) => !Number.isNaN(Date.parse(s)), binary: true } });
