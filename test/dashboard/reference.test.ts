@@ -30,16 +30,16 @@ describe('/reference in a browser', () => {
       if (/Content Security Policy|Refused to/i.test(m.text())) violations.push(m.text());
     });
     await page.exposeFunction('reportViolation', (v: string) => violations.push(v));
-    await page.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (e) => (window as any).reportViolation(`${e.violatedDirective} ${e.blockedURI}`));
-    });
+    await page.addInitScript(
+      "document.addEventListener('securitypolicyviolation', (e) => window.reportViolation(e.violatedDirective + ' ' + e.blockedURI))",
+    );
     try {
       await page.goto(`${t.base}/reference/`);
-      await page.locator('.opblock').first().waitFor({ timeout: 30_000 });
+      await page.locator('.opblock').first().waitFor({ timeout: 120_000 });
       assert.ok((await page.locator('.opblock').count()) > 20, 'the operations are listed');
       // open one operation: its description and schema render too
       await page.locator('.opblock-summary').first().click();
-      await page.locator('.opblock-body').first().waitFor({ timeout: 10_000 });
+      await page.locator('.opblock-body').first().waitFor({ timeout: 60_000 });
       assert.deepEqual(violations, []);
       assert.deepEqual(errors, []);
     } finally {
@@ -49,19 +49,14 @@ describe('/reference in a browser', () => {
 
   it('refuses to be framed by another page', async () => {
     const { page } = await openDashboardPage(t.browser);
-    const refused: string[] = [];
-    page.on('console', (m) => {
-      if (/frame-ancestors|Refused to frame|Refused to display/i.test(m.text())) refused.push(m.text());
-    });
     try {
       // a page of another origin (a data: URL is opaque) framing the reference
-      await page.goto(`data:text/html,<iframe src="${t.base}/reference/"></iframe>`);
+      await page.goto(`data:text/html,<iframe src="${t.base}/reference/"></iframe>`, { timeout: 60_000 });
       const frame = page.frames().find((f) => f !== page.mainFrame());
-      const deadline = Date.now() + 10_000;
-      while (refused.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      assert.ok(refused.length > 0, 'Chromium reported the framing as refused');
-      const rendered = frame ? await frame.locator('#swagger-ui').count().catch(() => 0) : 0;
-      assert.equal(rendered, 0, 'the reference did not render inside the frame');
+      assert.ok(frame, 'the iframe exists');
+      await frame.waitForLoadState('load', { timeout: 60_000 }).catch(() => {});
+      // served without frame-ancestors, the page's HTML (with #swagger-ui) would be in the frame by its load
+      assert.equal(await frame.locator('#swagger-ui').count(), 0, 'the reference did not render inside the frame');
     } finally {
       await page.close();
     }
