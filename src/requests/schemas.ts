@@ -118,7 +118,7 @@ export const captureBodyResponse = {
 export const tailStreamResponse = {
   200: {
     description:
-      'Server-Sent Events: one `request` event per capture (`id` is the capture id, `data` its summary as in the list), comments as heartbeats, and a final `overflow` event before a client too slow to keep up is disconnected. Reconnect with `Last-Event-ID` to resume.',
+      'Server-Sent Events, sent once the stream is subscribed: one `request` event per capture (`id` is the capture id, `data` its summary as in the list), comments as heartbeats, a final `overflow` event (with the `last_event_id` to resume from) before a client too slow to keep up is disconnected, and a final `closed` event when the key, its role or scopes, or the endpoint no longer allow the stream. Reconnect with `Last-Event-ID` to resume after `overflow` or a dropped connection; not after `closed`.',
     content: { 'text/event-stream': { schema: { type: 'string' } } },
   },
 } as const;

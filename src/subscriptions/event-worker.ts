@@ -70,6 +70,8 @@ export class EventWorker extends QueueLoop<{ event: ClaimedEvent; abort: AbortCo
     if (free > 0) {
       for (const e of await claimEvents(this.o.db, { limit: free, leaseMs: this.o.leaseMs })) this.launch(e);
     }
+    // every slot taken: a finished send wakes the loop, so waiting on the due time would only spin
+    if (this.inflight.size >= this.o.concurrency) return until;
     const due = await nextEventDueAt(this.o.db);
     return due === null ? until : Math.min(until, Math.max(due, Date.now()));
   }

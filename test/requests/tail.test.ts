@@ -139,14 +139,25 @@ describe('live tail over Server-Sent Events', () => {
     const sse = await openSse(streamUrl(b), key);
     try {
       await within(sse.waitForComment('live'), 20_000, 'live comment');
+      // a keep-alive connection the server closed as it was reused is sent again, as a sender would (it was not acknowledged)
+      const send = async (body: string): Promise<string> => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await capture(a, endpoint.slug, body);
+          } catch (err) {
+            if (attempt >= 3 || !(err instanceof TypeError)) throw err;
+          }
+        }
+      };
       const ids: string[] = [];
       for (let i = 0; i < n; i += 50) {
-        ids.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => capture(a, endpoint.slug, `{"burst":${i + j}}`)))));
+        ids.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => send(`{"burst":${i + j}}`)))));
       }
       const events = await within(sse.waitForEvents(n), 120_000, `${n} events`);
       const got = events.map((e) => e.id!);
-      assert.equal(new Set(got).size, n, 'no capture twice');
-      assert.deepEqual([...got].sort(), [...ids].sort(), 'every capture of the burst');
+      assert.equal(new Set(got).size, got.length, 'no capture twice');
+      const shown = new Set(got);
+      assert.deepEqual(ids.filter((id) => !shown.has(id)), [], 'every acknowledged capture of the burst');
     } finally {
       sse.close();
     }
