@@ -14,7 +14,8 @@ const USAGE = `usage: weir <command>
   endpoints ls | create | pause | resume | rm
   requests  ls <endpoint> | show <id> [--raw] | export <endpoint> [--out FILE] [--since T]
   tail      follow an endpoint's captures live
-  replay    forward captured requests again
+  replay    forward captured requests again (<id...>, or --failed --endpoint <endpoint> [--since T])
+  incidents ls | show <id> | replay <id> --rpm N
   listen    receive webhooks on this machine: weir listen <port> [path]
   (each takes --help and --json)`;
 
@@ -125,6 +126,7 @@ try {
     case 'requests':
     case 'tail':
     case 'replay':
+    case 'incidents':
     case 'listen': {
       const { runUserCli } = await import('./cli/user/commands.ts');
       const io = {

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
-import { captureDeliveryStateSql, type CaptureDeliveryState } from '../delivery/summary.ts';
+import { captureDeliveryStateSql, deliverySummaryLateralSql, summaryOfRow, type CaptureDeliveryState, type DeliverySummary, type SummaryColumns } from '../delivery/summary.ts';
 import { idTimestamp, isoTime } from './capture-ids.ts';
 
 /** One HTTP request as captured on an ingestion URL. */
@@ -77,6 +77,25 @@ export interface CaptureFilters {
 export async function listCaptures(db: Db, organizationId: string, endpointId: string, f: CaptureFilters): Promise<CaptureSummary[]> {
   const page = capturePageStatement(organizationId, endpointId, f);
   return withIndexPlan(db, async (tx) => (await tx.query<CaptureSummary>(page.text, page.params)).rows);
+}
+
+export type CaptureListItem = CaptureSummary & { delivery: DeliverySummary };
+
+/**
+ * listCaptures with each capture's delivery summary (src/delivery/summary.ts),
+ * read in the same statement: the page, then one deliveries index probe per
+ * row of it (bench/capture-page.ts measures what that adds).
+ */
+export async function listCapturesWithDelivery(db: Db, organizationId: string, endpointId: string, f: CaptureFilters): Promise<CaptureListItem[]> {
+  const page = capturePageStatement(organizationId, endpointId, f);
+  const text = `select c.*, s.* from (${page.text}) c
+     left join lateral ${deliverySummaryLateralSql('c.id', 'c.organization_id')} s on true
+     order by c.id desc`;
+  const rows = await withIndexPlan(db, async (tx) => (await tx.query<CaptureSummary & SummaryColumns>(text, page.params)).rows);
+  return rows.map(({ delivery_status, delivery_destinations, delivery_delivered, delivery_retrying, delivery_pending, delivery_failed, ...c }) => ({
+    ...c,
+    delivery: summaryOfRow({ delivery_status, delivery_destinations, delivery_delivered, delivery_retrying, delivery_pending, delivery_failed }),
+  }));
 }
 
 /** The capture page statement (listCaptures), as text and parameters. */

@@ -5,7 +5,7 @@ import type { AppDeps } from '../http/app.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
-import { getCapture, listCaptures } from './captures.ts';
+import { getCapture, listCapturesWithDelivery } from './captures.ts';
 import { presentCapture, presentCaptureSummary } from './present.ts';
 import { captureBodyResponse, capturePageResponse, captureResponse } from './schemas.ts';
 
@@ -58,7 +58,7 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
       const since = timestamp(q.since, 'since');
       const until = timestamp(q.until, 'until');
       if (!(await getEndpoint(db, orgId, endpointId))) throw notFound(`Endpoint ${endpointId} not found.`);
-      const rows = await listCaptures(db, orgId, endpointId, {
+      const rows = await listCapturesWithDelivery(db, orgId, endpointId, {
         limit: q.limit,
         before: q.before?.toLowerCase(),
         methods: q.method?.toUpperCase().split(','),
@@ -67,8 +67,7 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
         q: q.q,
         deliveryStatus: q.delivery_status,
       });
-      const summaries = await deliverySummaries(db, orgId, rows.slice(0, q.limit).map((r) => r.id));
-      return { data: toPage(rows, q.limit, (c) => ({ ...presentCaptureSummary(c), delivery: summaries.get(c.id) })) };
+      return { data: toPage(rows, q.limit, (c) => ({ ...presentCaptureSummary(c), delivery: c.delivery })) };
     },
   );
 

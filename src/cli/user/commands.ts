@@ -5,7 +5,8 @@ import { loadCredentials, saveCredentials } from './credentials.ts';
 import { exportCaptures } from './export.ts';
 import { prettyBody, table } from './format.ts';
 import { listen } from './listen.ts';
-import { replayAll } from './replay.ts';
+import { incidentsLs, incidentsReplay, incidentsShow } from './incidents.ts';
+import { failedRequestIds, replayAll } from './replay.ts';
 import { tail } from './tail.ts';
 
 type Env = Record<string, string | undefined>;
@@ -23,7 +24,7 @@ class UsageFailure extends Error {}
 const json = (v: unknown) => JSON.stringify(v, null, 2) + '\n';
 
 /**
- * The user CLI: `weir login | endpoints | requests (ls, show, export) | tail | replay | listen`.
+ * The user CLI: `weir login | endpoints | requests (ls, show, export) | tail | replay | incidents | listen`.
  * Every command takes --json; an API error becomes one line on stderr and
  * exit code 1, bad usage exit code 2.
  */
@@ -133,14 +134,53 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
     });
 
   program
-    .command('replay <request-ids...>')
-    .description("forward captured requests again to their endpoint's destinations (a progress bar for several)")
+    .command('replay [request-ids...]')
+    .description("forward captured requests again to their endpoint's destinations (a progress bar for several); --failed --endpoint replays every capture whose delivery failed")
     .option('--destination <id>', 'only this forward destination')
+    .option('--failed', "every capture of --endpoint whose delivery status is failed (some destination has no retry left)")
+    .option('--endpoint <endpoint>', 'with --failed: the endpoint (id or name)')
+    .option('--since <time>', 'with --failed: only captures received at or after this ISO 8601 time, e.g. 2026-01-01T00:00:00Z')
     .option('--json', 'JSON output')
-    .action(async (ids: string[], o: { destination?: string; json?: boolean }) => {
+    .action(async (ids: string[], o: { destination?: string; failed?: boolean; endpoint?: string; since?: string; json?: boolean }) => {
+      if (o.failed) {
+        if (ids.length > 0) throw new UsageFailure('give request ids or --failed, not both');
+        if (!o.endpoint) throw new UsageFailure('--failed needs --endpoint <id or name>');
+      } else if (ids.length === 0) throw new UsageFailure('give request ids to replay, or --failed --endpoint <endpoint>');
+      else if (o.endpoint || o.since) throw new UsageFailure('--endpoint and --since go with --failed');
       const client = api();
+      if (o.failed) {
+        ids = await failedRequestIds(client, (await client.endpoint(o.endpoint!)).id, o.since);
+        if (ids.length === 0) return io.out(o.json ? '[]\n' : 'No failed captures to replay.\n');
+      }
       const failures = await replayAll(client, ids, o.destination, io, Boolean(o.json));
       if (failures > 0) process.exitCode = 1;
+    });
+
+  const incidents = program.command('incidents').description('incidents: failing destinations, their failures, and paced replay');
+  incidents
+    .command('ls')
+    .description('incidents, newest first')
+    .option('--status <status>', 'open (with investigating), investigating, resolved or all', 'open')
+    .option('--json', 'JSON output')
+    .action(async (o: { status: string; json?: boolean }) => {
+      if (!['open', 'investigating', 'resolved', 'all'].includes(o.status)) throw new UsageFailure(`--status must be open, investigating, resolved or all, got "${o.status}"`);
+      await incidentsLs(api(), o.status, io, Boolean(o.json));
+    });
+  incidents
+    .command('show <id>')
+    .description('one incident: cause, counts, its newest failures (status, next retry) and its timeline')
+    .option('--json', 'JSON output')
+    .action(async (id: string, o: { json?: boolean }) => incidentsShow(api(), id, io, Boolean(o.json)));
+  incidents
+    .command('replay <id>')
+    .description("replay the incident's unreplayed failures at a steady rate, following the batch until it ends")
+    .requiredOption('--rpm <n>', 'requests per minute, 1-6000')
+    .option('--no-follow', 'queue it and return at once')
+    .option('--json', 'JSON output')
+    .action(async (id: string, o: { rpm: string; follow: boolean; json?: boolean }) => {
+      if (!/^\d+$/.test(o.rpm) || Number(o.rpm) < 1 || Number(o.rpm) > 6000) throw new UsageFailure(`--rpm must be 1-6000, got "${o.rpm}"`);
+      const failed = await incidentsReplay(api(), id, Number(o.rpm), io, Boolean(o.json), { follow: o.follow });
+      if (failed > 0) process.exitCode = 1;
     });
 
   program

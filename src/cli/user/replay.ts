@@ -34,3 +34,14 @@ export async function replayAll(api: WeirApi, ids: string[], destination: string
   else if (bar) io.out(`${results.length - failed} of ${results.length} replays queued\n`);
   return failed;
 }
+
+/**
+ * The ids of an endpoint's captures whose delivery status is failed (some
+ * destination has no retry left), newest first, optionally since a time:
+ * what `weir replay --failed --endpoint` replays. One API call, in one place.
+ */
+export async function failedRequestIds(api: WeirApi, endpointId: string, since?: string): Promise<string[]> {
+  const q = new URLSearchParams({ delivery_status: 'failed', ...(since ? { since } : {}) });
+  const items = await api.all<{ id: string }>(`/v1/endpoints/${endpointId}/requests?${q}`);
+  return items.map((c) => c.id);
+}

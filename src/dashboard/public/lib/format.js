@@ -48,3 +48,13 @@ export function formatShortTime(iso) {
     ? d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false })
     : d.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 }
+
+/**
+ * An id shortened for a table cell: its last 8 characters. UUIDv7s made
+ * close together share their leading time prefix (`01a2128…` for every row),
+ * so the random tail is the part that tells two apart. The full id goes in
+ * the cell's title and link.
+ */
+export function shortId(id) {
+  return id ? '…' + id.slice(-8) : '';
+}

@@ -127,7 +127,15 @@ function EndpointSettings({ endpoint, me, onSaved }) {
 // ---- Requests tab ----
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
-const FILTER_KEYS = ['q', 'method', 'since', 'until'];
+const FILTER_KEYS = ['q', 'method', 'since', 'until', 'delivery_status'];
+/** The capture's delivery summary (GET .../requests `delivery`, docs/capture.md): its label and tone. */
+const DELIVERY = {
+  failed: ['failed', 'bad'],
+  retrying: ['retrying', 'warn'],
+  pending: ['queued', 'muted'],
+  delivered: ['delivered', 'ok'],
+  no_destinations: ['not forwarded', 'muted'],
+};
 
 function filtersOf(query) {
   const f = {};
@@ -190,15 +198,15 @@ function RequestsTab({ endpoint, requestId, query }) {
 }
 
 function RequestFilters({ filters }) {
-  const [v, setV] = useState({ q: filters.q ?? '', method: filters.method ?? '', since: toLocalInput(filters.since), until: toLocalInput(filters.until) });
+  const [v, setV] = useState({ q: filters.q ?? '', method: filters.method ?? '', since: toLocalInput(filters.since), until: toLocalInput(filters.until), delivery_status: filters.delivery_status ?? '' });
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.value });
   const apply = (e) => {
     e.preventDefault();
-    setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until) });
+    setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until), delivery_status: v.delivery_status });
   };
   const clear = () => {
-    setV({ q: '', method: '', since: '', until: '' });
-    setQuery({ q: '', method: '', since: '', until: '' });
+    setV({ q: '', method: '', since: '', until: '', delivery_status: '' });
+    setQuery({ q: '', method: '', since: '', until: '', delivery_status: '' });
   };
   const active = Object.keys(filters).length > 0;
   // folded away until used, so the list starts near the top on a phone
@@ -214,6 +222,12 @@ function RequestFilters({ filters }) {
       <select id="filter-method" value=${v.method} onChange=${set('method')}>
         <option value="">Any</option>
         ${[...new Set([...METHODS, ...(v.method && !METHODS.includes(v.method) ? [v.method] : [])])].map((m) => html`<option value=${m}>${m}</option>`)}
+      </select>
+    <//>
+    <${Field} id="filter-delivery" label="Delivery">
+      <select id="filter-delivery" value=${v.delivery_status} onChange=${set('delivery_status')}>
+        <option value="">Any</option>
+        ${Object.entries(DELIVERY).map(([value, [label]]) => html`<option value=${value}>${label}</option>`)}
       </select>
     <//>
     <${Field} id="filter-since" label="From">
@@ -265,8 +279,8 @@ function RequestList({ endpoint, filters, selectedId, search }) {
     };
     const onRequest = (r) => {
       if (stopped || r.endpoint_id !== endpoint.id || seen.current.has(r.id) || !passesLocal(r, filters)) return;
-      if (!filters.q) return add([r]);
-      // the text search also looks in the body, which the stream does not carry: ask the API about this one
+      if (!filters.q && !filters.delivery_status) return add([r]);
+      // the text search also looks in the body, and the delivery status is the server's, neither of which the stream carries: ask the API about this one
       api.get(listPath(endpoint.id, filters, { since: r.received_at, limit: '100' })).then(
         (page) => !stopped && add(page.data.data),
         () => {},
@@ -345,9 +359,17 @@ function RequestRow({ r, endpointId, selected, search }) {
   return html`<li>
     <a class="req-row" href=${`/endpoints/${endpointId}/requests/${r.id}${search}`} aria-current=${selected ? 'page' : undefined} data-id=${r.id}>
       <span class="req-line"><span class=${'method m-' + r.method.toLowerCase()}>${r.method}</span> <span class="req-target">${target}</span></span>
-      <span class="req-meta muted"><time datetime=${r.received_at} title=${formatTime(r.received_at)}>${timeAgo(r.received_at)}</time> · ${formatBytes(r.body_size)}${r.content_type ? ' · ' + r.content_type : ''}</span>
+      <span class="req-meta muted"><time datetime=${r.received_at} title=${formatTime(r.received_at)}>${timeAgo(r.received_at)}</time> · ${formatBytes(r.body_size)}${r.content_type ? ' · ' + r.content_type : ''}${r.delivery ? html` <${DeliveryBadge} d=${r.delivery} />` : null}</span>
     </a>
   </li>`;
+}
+
+/** Where the capture's forwarding stands; a row from the live tail has no summary until the list is read again. */
+function DeliveryBadge({ d }) {
+  const [label, tone] = DELIVERY[d.status] ?? [d.status, 'muted'];
+  const parts = ['delivered', 'retrying', 'pending', 'failed'].filter((k) => d[k] > 0).map((k) => `${d[k]} ${k === 'pending' ? 'queued' : k}`);
+  const title = d.destinations ? `${d.destinations} destination${d.destinations === 1 ? '' : 's'}: ${parts.join(', ')}` : 'No destination: nothing to forward';
+  return html`<span class=${'badge delivery ' + tone} data-delivery=${d.status} title=${title}>${label}</span>`;
 }
 
 /** What to do when nothing was captured yet: the URL and a command that sends a first request. */

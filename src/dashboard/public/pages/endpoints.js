@@ -75,16 +75,36 @@ export function EndpointsPage() {
   <//>`;
 }
 
+/**
+ * Where an endpoint forwards: its forward_url and its forward destinations
+ * (an agent's shown as its loopback port and path), so an endpoint that
+ * forwards only through an agent does not read "none". A key that cannot
+ * read destinations sees the forward_url alone.
+ */
+function ForwardsTo({ ep }) {
+  const list = useLoad((signal) => api.get(`/endpoints/${ep.id}/destinations`, { signal }).then((r) => r.data.data), [ep.id]);
+  const destinations = (list.data ?? []).filter((d) => d.enabled);
+  if (!ep.forward_url && destinations.length === 0) return list.loading && !list.data ? html`<span class="muted">…</span>` : html`<span class="muted">none</span>`;
+  return html`<ul class="forwards-to">
+    ${ep.forward_url ? html`<li><code>${ep.forward_url}</code></li>` : null}
+    ${destinations.map((d) =>
+      d.destination_type === 'agent'
+        ? html`<li key=${d.id}>${d.name} <span class="muted">(agent → 127.0.0.1:${d.target_port}${d.target_path ?? ''})</span></li>`
+        : html`<li key=${d.id}>${d.name} <code>${d.url}</code></li>`,
+    )}
+  </ul>`;
+}
+
 function EndpointTable({ items }) {
   return html`<table class="endpoints-table">
     <caption class="visually-hidden">Endpoints</caption>
-    <thead><tr><th scope="col">Name</th><th scope="col">Ingest URL</th><th scope="col">Forward URL</th><th scope="col">State</th><th scope="col">Created</th></tr></thead>
+    <thead><tr><th scope="col">Name</th><th scope="col">Ingest URL</th><th scope="col">Forwards to</th><th scope="col">State</th><th scope="col">Created</th></tr></thead>
     <tbody>
       ${items.map(
         (ep) => html`<tr key=${ep.id}>
           <td data-label="Name"><a href=${'/endpoints/' + ep.id}>${ep.name}</a>${ep.description ? html`<div class="muted small">${ep.description}</div>` : null}</td>
           <td data-label="Ingest URL"><code>${ep.ingest_url}</code> <${CopyButton} text=${ep.ingest_url} name=${'Copy ingest URL of ' + ep.name} /></td>
-          <td data-label="Forward URL">${ep.forward_url ? html`<code>${ep.forward_url}</code>` : html`<span class="muted">none</span>`}</td>
+          <td data-label="Forwards to"><${ForwardsTo} ep=${ep} /></td>
           <td data-label="State">${ep.paused ? html`<${Badge} tone="warn">paused<//>` : html`<${Badge} tone="ok">active<//>`}</td>
           <td data-label="Created">${formatTime(ep.created_at)}</td>
         </tr>`,

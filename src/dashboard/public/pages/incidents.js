@@ -4,7 +4,7 @@
 // refuses more than 12 hours, then follows the batch live (pause, resume,
 // cancel). API: docs/incidents.md.
 import { api } from '../lib/api.js';
-import { formatDuration, formatTime, plural, timeAgo } from '../lib/format.js';
+import { formatDuration, formatTime, plural, shortId, timeAgo } from '../lib/format.js';
 import { html, useState } from '../lib/html.js';
 import { useAction, useLoad, usePoll } from '../lib/hooks.js';
 import { beforeParam, PagerLinks } from '../lib/pager.js';
@@ -19,6 +19,8 @@ const FILTERS = [
   ['all', 'All'],
 ];
 const STATUS_TONE = { open: 'bad', investigating: 'warn', resolved: 'ok' };
+/** A failure's status (docs/incidents.md#failures). */
+const FAILURE_TONE = { retrying: 'warn', failed: 'bad', replaying: 'muted', replay_failed: 'bad', recovered: 'ok' };
 const STATUS_ACTIONS = [
   ['investigating', 'Mark investigating'],
   ['resolved', 'Resolve'],
@@ -109,13 +111,24 @@ function Incident({ params }) {
   <//>`;
 }
 
+/** An agent destination's incident has destination_url agent://<agent id>: no public network to name. */
+const agentIdOf = (inc) => (inc.destination_url?.startsWith('agent://') ? inc.destination_url.slice('agent://'.length) : null);
+
+/** "An agent on a laptop or private machine: <its name>", instead of an ASN it cannot have. */
+function AgentNetwork({ agentId }) {
+  const agent = useLoad((signal) => api.get(`/agents/${agentId}`, { signal }).then((r) => r.data), [agentId]);
+  const name = agent.data?.name;
+  return html`<span id="inc-network">An agent on a laptop or private machine: <a href=${'/agents'}>${name ?? agentId}</a>
+    ${agent.data?.environment ? html` <span class="muted">(${agent.data.environment})</span>` : null}</span>`;
+}
+
 function Summary({ inc }) {
   return html`<dl class="props incident-props">
     <dt>Status</dt><dd><${Badge} tone=${STATUS_TONE[inc.status]}>${inc.status}<//>
       ${inc.resolved_at ? html` <span class="muted">resolved ${formatTime(inc.resolved_at)}${inc.resolved_by === SYSTEM_ACTOR ? ' automatically' : ''}</span>` : null}</dd>
     <dt>Likely cause</dt><dd id="inc-cause">${inc.likely_cause}</dd>
     <dt>Destination</dt><dd>${destinationName(inc)}${inc.destination_url ? html`<br /><code>${inc.destination_url}</code>` : null}</dd>
-    <dt>Network</dt><dd>${inc.asn === null ? html`<span class="muted">unknown ASN</span>` : `AS${inc.asn}${inc.asn_org ? ' ' + inc.asn_org : ''}`}
+    <dt>Network</dt><dd>${agentIdOf(inc) ? html`<${AgentNetwork} agentId=${agentIdOf(inc)} />` : inc.asn === null ? html`<span class="muted">unknown ASN</span>` : `AS${inc.asn}${inc.asn_org ? ' ' + inc.asn_org : ''}`}
       ${inc.asn_destination_count > 1 ? html` <${Badge} tone="warn">${inc.asn_destination_count} destinations failing on this network<//>` : null}</dd>
     <dt>Failures</dt><dd>${plural(inc.failure_count, 'failure')} on ${plural(inc.endpoint_count, 'endpoint')}; ${inc.unreplayed_count} not replayed yet</dd>
     <dt>First failure</dt><dd>${formatTime(inc.first_failure_at)}</dd>
@@ -275,9 +288,11 @@ function Failures({ inc }) {
             <tbody>
               ${inc.failures.map((f) => html`<tr key=${f.request_id + f.destination_id}>
                 <td data-label="Failed">${formatTime(f.failed_at)}</td>
-                <td data-label="Request"><a href=${`/endpoints/${f.endpoint_id}/requests/${f.request_id}`}><code>${f.request_id.slice(0, 8)}…</code></a></td>
-                <td data-label="Status">${f.status_code ?? ''}</td>
-                <td data-label="Error">${f.error ?? ''}${f.recovered_at ? html` <${Badge} tone="ok">recovered<//>` : null}</td>
+                <td data-label="Request"><a href=${`/endpoints/${f.endpoint_id}/requests/${f.request_id}`} title=${f.request_id}><code>${shortId(f.request_id)}</code></a></td>
+                <td data-label="Status" class="failure-status"><${Badge} tone=${FAILURE_TONE[f.status] ?? 'muted'}>${f.status.replace('_', ' ')}<//>
+                  ${f.status === 'retrying' && f.next_attempt_at ? html` <span class="muted small">next ${formatTime(f.next_attempt_at)}</span>` : null}
+                  <span class="muted small">${f.status_code ? ` HTTP ${f.status_code}` : f.error_class ? ` ${f.error_class.replaceAll('_', ' ')}` : ''}</span></td>
+                <td data-label="Error">${f.error ?? ''}</td>
                 <td data-label="Replayed">${f.replayed_at ? formatTime(f.replayed_at) : ''}</td>
                 <td data-label="Replay status">${f.replay_status_code ?? ''}</td>
               </tr>`)}
