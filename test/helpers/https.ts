@@ -80,7 +80,10 @@ export interface Received {
 }
 
 /** What the receiver answers: a response, or 'hang' (never answer) or 'destroy' (reset the connection). */
-export type Reply = { status?: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number } | 'hang' | 'destroy';
+export type Reply =
+  | { status?: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number; /** answer once this settles */ until?: Promise<unknown> }
+  | 'hang'
+  | 'destroy';
 
 export interface Receiver {
   url: string;
@@ -133,7 +136,8 @@ export async function startReceiver(opts: ReceiverOptions = {}): Promise<Receive
           res.writeHead(reply.status ?? 200, reply.headers ?? { 'content-type': 'text/plain' });
           res.end(reply.body ?? 'ok');
         };
-        if (reply.delayMs) setTimeout(send, reply.delayMs);
+        if (reply.until) void reply.until.then(send, send);
+        else if (reply.delayMs) setTimeout(send, reply.delayMs);
         else send();
       });
     },
