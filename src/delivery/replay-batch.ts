@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { idFloor } from '../db/ids.ts';
 import { insertDeliveries, wakeWorkers, type NewDelivery } from './enqueue.ts';
 
 /**
@@ -115,12 +116,6 @@ export async function lastAttemptsAllFailed(db: Queryable, batchId: string, n: n
     [batchId, n],
   );
   return rows.length >= n && rows.every((r) => !r.ok);
-}
-
-/** The smallest UUIDv7 of a millisecond: ids of rows created from then on sort at or above it. */
-function idFloor(ms: number): string {
-  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
 }
 
 /**
