@@ -11,3 +11,9 @@ create index deliveries_agent_unfinished on deliveries (agent_id)
 create index delivery_attempts_org_started on delivery_attempts (organization_id, started_at);
 create index deliveries_org_replayed on deliveries (organization_id, created_at) where replay_batch_id is not null;
 
+
+-- When a replay batch last started running (created or resumed): the
+-- supervisor's "last attempts all failed" looks only at attempts since
+-- then, so failures recorded before a pause cannot pause a resumed batch
+-- again before it sent anything.
+alter table replay_batches add column running_since timestamptz;
