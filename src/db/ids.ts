@@ -48,3 +48,9 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID_RE.test(value);
 }
+
+/** The smallest UUIDv7 of a millisecond: every id made at or after `ms` is >= it, every id made before is <. */
+export function idFloor(ms: number): string {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
+}

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { idFloor } from '../db/ids.ts';
 import { insertDeliveries, wakeWorkers, type NewDelivery } from './enqueue.ts';
 
 /**
@@ -105,22 +106,22 @@ export async function batchCounts(db: Queryable, batchIds: readonly string[]): P
   return out;
 }
 
-/** Whether each of the batch's last `n` attempts failed (false while it has made fewer than n). */
+/**
+ * Whether each of the batch's last `n` attempts since it last started
+ * running (replay_batches.running_since: created or resumed) failed; false
+ * while it has made fewer than n since. Failures from before a pause do not
+ * count against the resumed batch.
+ */
 export async function lastAttemptsAllFailed(db: Queryable, batchId: string, n: number): Promise<boolean> {
   const { rows } = await db.query<{ ok: boolean }>(
     `select a.error_class is null and a.status_code between 200 and 299 as ok
        from delivery_attempts a join deliveries d on d.id = a.delivery_id
       where d.replay_batch_id = $1::uuid
+        and a.started_at >= coalesce((select running_since from replay_batches where id = $1::uuid), '-infinity')
       order by a.started_at desc limit $2`,
     [batchId, n],
   );
   return rows.length >= n && rows.every((r) => !r.ok);
-}
-
-/** The smallest UUIDv7 of a millisecond: ids of rows created from then on sort at or above it. */
-function idFloor(ms: number): string {
-  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
 }
 
 /**

@@ -222,7 +222,7 @@ export async function resumeReplayBatch(db: Db, organizationId: string, id: stri
     const b = await findBatch(tx, organizationId, id, true);
     if (!b) return { ok: false, reason: 'not_found' } as const;
     if (b.status !== 'paused') return { ok: false, reason: 'wrong_state', status: b.status } as const;
-    await tx.query(`update replay_batches set status = 'running', paused_reason = null, updated_at = now() where id = $1::uuid`, [b.id]);
+    await tx.query(`update replay_batches set status = 'running', paused_reason = null, running_since = now(), updated_at = now() where id = $1::uuid`, [b.id]);
     const n = await releaseBatch(tx, b.id);
     await addUpdate(tx, { organizationId, incidentId: b.incident_id, body: `Replay batch ${b.id} resumed by member ${memberId}: ${n} request${n === 1 ? '' : 's'} left.` });
     return { ok: true } as const;

@@ -8,11 +8,8 @@ export function idTime(id: string): number {
   return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 }
 
-/** The smallest UUIDv7 of a millisecond: every id made at or after `ms` is >= it, every id made before is <. */
-export function idFloor(ms: number): string {
-  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
-}
+// idFloor, the other half of this, is src/db/ids.ts's: every time-ordered id uses it.
+export { idFloor } from '../db/ids.ts';
 
 // PostgreSQL stores timestamps up to the year 294276, but it cannot read the
 // ISO text JavaScript writes for years past 9999 ("+010889-...") or before 1.

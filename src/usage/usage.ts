@@ -26,9 +26,7 @@ export function billingPeriods(now: number): { current: [number, number]; previo
 /**
  * An organization's counts in [from, to) (whole UTC days): rolled-up days
  * from usage_daily, the days after the last roll-up counted from the
- * tables themselves (the organization's endpoints' captures by the
- * capture index, attempts by their block-range index, replays by the
- * partial index of replayed deliveries). Both
+ * tables themselves (liveUsageStatement). Both
  * parts are exact, and every node reads the same figures.
  */
 export async function countUsage(db: Queryable, organizationId: string, from: number, to: number, endpointIds: readonly string[]): Promise<Counts> {
@@ -49,9 +47,28 @@ export async function countUsage(db: Queryable, organizationId: string, from: nu
     replayed: Number(c.replayed),
   };
   if (liveFrom >= to) return out;
-  const [lf, lt] = [new Date(liveFrom).toISOString(), new Date(to).toISOString()];
-  const { rows: live } = await db.query<Record<string, string>>(
-    `select (select count(*) from captured_requests
+  const live = liveUsageStatement(organizationId, endpointIds, liveFrom, to);
+  const { rows: liveRows } = await db.query<Record<string, string>>(live.text, live.params);
+  const l = liveRows[0];
+  out.captures += Number(l.captures);
+  out.bytes_captured += Number(l.bytes_captured);
+  out.forwards.attempted += Number(l.attempted);
+  out.forwards.succeeded += Number(l.succeeded);
+  out.forwards.failed += Number(l.failed);
+  out.replayed += Number(l.replayed);
+  return out;
+}
+
+/**
+ * The counts of [from, to) not rolled up yet, from the tables: captures by
+ * the organization's endpoints through the capture index; attempts and
+ * replays through indexes led by organization_id (migration 0015), so the
+ * read is one tenant's rows, not every tenant's rows of those days
+ * (test/usage/usage-plans.test.ts holds the plan to that).
+ */
+export function liveUsageStatement(organizationId: string, endpointIds: readonly string[], from: number, to: number): { text: string; params: unknown[] } {
+  return {
+    text: `select (select count(*) from captured_requests
                where endpoint_id = any($2::uuid[]) and id >= $5::uuid and id < $6::uuid
                  and received_at >= $3::timestamptz and received_at < $4::timestamptz) as captures,
             (select coalesce(sum(body_size), 0) from captured_requests
@@ -63,16 +80,8 @@ export async function countUsage(db: Queryable, organizationId: string, from: nu
        from (select count(*) as attempted, count(*) filter (where error_class is null) as succeeded,
                     count(*) filter (where error_class is not null) as failed
                from delivery_attempts where organization_id = $1::uuid and started_at >= $3::timestamptz and started_at < $4::timestamptz) a`,
-    [organizationId, endpointIds, lf, lt, idFloor(liveFrom), idFloor(to)],
-  );
-  const l = live[0];
-  out.captures += Number(l.captures);
-  out.bytes_captured += Number(l.bytes_captured);
-  out.forwards.attempted += Number(l.attempted);
-  out.forwards.succeeded += Number(l.succeeded);
-  out.forwards.failed += Number(l.failed);
-  out.replayed += Number(l.replayed);
-  return out;
+    params: [organizationId, endpointIds, new Date(from).toISOString(), new Date(to).toISOString(), idFloor(from), idFloor(to)],
+  };
 }
 
 export interface DayCounts extends Counts {

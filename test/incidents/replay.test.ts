@@ -116,6 +116,9 @@ describe('incident replay', () => {
       const resumed = await call(t.app, 'POST', `/v1/replay-batches/${batchId}/resume`, { key: s.key });
       assert.equal(resumed.status, 200);
       assert.equal(resumed.json.data.status, 'running');
+      // the failures recorded before the pause do not pause it again
+      assert.deepEqual((await superviseReplayBatches(t.db)).paused, []);
+      assert.equal((await call(t.app, 'GET', `/v1/replay-batches/${batchId}`, { key: s.key })).json.data.status, 'running');
       await rx.waitFor(8);
       await waitUntil(async () => (await superviseReplayBatches(t.db)).finished.includes(batchId) || undefined, 'the batch to finish');
       const done = (await call(t.app, 'GET', `/v1/replay-batches/${batchId}`, { key: s.key })).json.data;

@@ -273,9 +273,22 @@ test('deleting an endpoint while its captures stream in leaves none of them behi
       for (const r of round) outcomes.push(r.status === 'fulfilled' ? r.value : 'error');
     }
   })();
-  await new Promise((r) => setTimeout(r, 100));
+  // Conditions, not sleeps: captures landed before the delete, and the stream
+  // went on until some were refused after it (each wait has a deadline).
+  const until = async (what: string, ok: () => boolean) => {
+    const deadline = Date.now() + 30_000;
+    while (!ok()) {
+      if (Date.now() > deadline) {
+        stop = true;
+        throw new Error(`timed out waiting for ${what}`);
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  await until('a capture stored before the delete', () => outcomes.includes('stored'));
   assert.ok((await deleteEndpoint(t.db, e.organization_id, e.id, null)).ok);
-  await new Promise((r) => setTimeout(r, 100));
+  const before = outcomes.length;
+  await until('a capture refused after the delete', () => outcomes.slice(before).includes('endpoint_gone'));
   stop = true;
   await stream;
   await b.close();

@@ -229,7 +229,11 @@ describe('a live-tail client that does not read', () => {
     const stream = new TailStream(out, { heartbeatMs: 60_000, maxBufferedBytes: 4096 }, () => (ended = true));
     await stream.start(hub, org.id, ep.id);
     const ids = (await insertCaptures(t.db, ep, Array.from({ length: 40 }, (_, i) => ({ body: `{"i":${i}}` })))).map((c) => c.id);
-    while (!ended) await new Promise((r) => setTimeout(r, 20));
+    const deadline = Date.now() + 30_000;
+    while (!ended) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for the slow consumer to be cut off');
+      await new Promise((r) => setTimeout(r, 20));
+    }
     hub.stop();
     const text = written.join('');
     assert.match(text, /event: overflow\ndata: \{"error":\{"code":"slow_consumer"/);
