@@ -67,6 +67,8 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
       if (memberId !== a.memberId && !roleHas(a.role, 'api_keys.manage')) {
         throw forbidden(`Creating keys for other members needs the permission api_keys.manage (role ${a.role} lacks it).`);
       }
+      // (not a schema `dependencies`: OpenAPI 3.1 has no such keyword, and the document must lint)
+      if (body.scopes !== undefined && body.access_mode === undefined) throw badRequest('Field "scopes" needs "access_mode": "custom" beside it.');
       const expiresAt = parseExpiry(body.expires_at);
       if (expiresAt === 'invalid') throw badRequest('Field "expires_at" must be an ISO 8601 timestamp with a time zone.');
       const result = await db.transaction((tx) =>
@@ -98,7 +100,6 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
           type: 'object',
           additionalProperties: false,
           minProperties: 1,
-          dependencies: { scopes: ['access_mode'] },
           properties: { ...keyAccessSchema, expires_at: keyCreateSchema.properties.expires_at },
         },
         response: R.keyUpdated,
@@ -108,6 +109,8 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
       const id = pathId(request.params.id, 'API key');
       const a = request.auth;
       const body = request.body;
+      // (not a schema `dependencies`: OpenAPI 3.1 has no such keyword, and the document must lint)
+      if (body.scopes !== undefined && body.access_mode === undefined) throw badRequest('Field "scopes" needs "access_mode": "custom" beside it.');
       const expiresAt = parseExpiry(body.expires_at);
       if (expiresAt === 'invalid') throw badRequest('Field "expires_at" must be an ISO 8601 timestamp with a time zone.');
       const patch: KeyPatch = {

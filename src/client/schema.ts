@@ -1044,7 +1044,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A forward failed for good (no automatic retry left)
+         * A delivery's first failed attempt (`status` says whether a retry is left), once per failure episode
          * @description Sent to every subscription whose `event_types` include `request.forward_failed`. Verify the signature with any Standard Webhooks library before trusting the body.
          */
         post: operations["requestForwardFailedEvent"];
@@ -1206,7 +1206,7 @@ export interface operations {
                                 id: string;
                                 name: string;
                                 /** @enum {string} */
-                                plan: "free" | "starter" | "pro" | "business";
+                                plan: "free" | "starter" | "pro" | "business" | "self_hosted";
                                 region: string;
                                 /** @description The plan's limits (defaults in docs/configuration.md, overridden by WEIR_PLANS). */
                                 limits: {
@@ -1894,8 +1894,9 @@ export interface operations {
                  */
                 "application/json": {
                     /** @enum {string} */
-                    access_mode: "full" | "custom";
+                    access_mode?: "full" | "custom";
                     scopes?: string[];
+                    expires_at?: string | null;
                 };
             };
         };
@@ -2823,6 +2824,14 @@ export interface operations {
                             description: string | null;
                             forward_url: string | null;
                             paused: boolean;
+                            /** @description The custom ingest answer, or null for the default 200 `{"request_id": ...}`. */
+                            response: {
+                                status: number;
+                                headers: {
+                                    [key: string]: string;
+                                };
+                                body: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -2939,6 +2948,14 @@ export interface operations {
                     name: string;
                     description?: string | null;
                     forward_url?: string | null;
+                    /** @description A custom ingest answer `{status, headers, body}` instead of 200 `{"request_id"}`; null restores the default (docs/endpoints.md). */
+                    response?: {
+                        status?: number;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        body?: string;
+                    } | null;
                 };
             };
         };
@@ -2960,6 +2977,7 @@ export interface operations {
                          *       "description": null,
                          *       "forward_url": "https://staging.example.com/webhooks/stripe",
                          *       "paused": false,
+                         *       "response": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -2977,6 +2995,14 @@ export interface operations {
                             description: string | null;
                             forward_url: string | null;
                             paused: boolean;
+                            /** @description The custom ingest answer, or null for the default 200 `{"request_id": ...}`. */
+                            response: {
+                                status: number;
+                                headers: {
+                                    [key: string]: string;
+                                };
+                                body: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3129,6 +3155,7 @@ export interface operations {
                          *       "description": null,
                          *       "forward_url": "https://staging.example.com/webhooks/stripe",
                          *       "paused": false,
+                         *       "response": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3146,6 +3173,14 @@ export interface operations {
                             description: string | null;
                             forward_url: string | null;
                             paused: boolean;
+                            /** @description The custom ingest answer, or null for the default 200 `{"request_id": ...}`. */
+                            response: {
+                                status: number;
+                                headers: {
+                                    [key: string]: string;
+                                };
+                                body: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3367,6 +3402,14 @@ export interface operations {
                     description?: string | null;
                     forward_url?: string | null;
                     paused?: boolean;
+                    /** @description A custom ingest answer `{status, headers, body}` instead of 200 `{"request_id"}`; null restores the default (docs/endpoints.md). */
+                    response?: {
+                        status?: number;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        body?: string;
+                    } | null;
                 };
             };
         };
@@ -3388,6 +3431,7 @@ export interface operations {
                          *       "description": null,
                          *       "forward_url": "https://staging.example.com/webhooks/stripe",
                          *       "paused": false,
+                         *       "response": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3405,6 +3449,14 @@ export interface operations {
                             description: string | null;
                             forward_url: string | null;
                             paused: boolean;
+                            /** @description The custom ingest answer, or null for the default 200 `{"request_id": ...}`. */
+                            response: {
+                                status: number;
+                                headers: {
+                                    [key: string]: string;
+                                };
+                                body: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3524,6 +3576,8 @@ export interface operations {
                 since?: string;
                 until?: string;
                 q?: string;
+                /** @description Only captures whose delivery summary has this status (delivery.status). */
+                delivery_status?: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
             };
             header?: never;
             path: {
@@ -3595,6 +3649,16 @@ export interface operations {
                                 content_type: string | null;
                                 body_size: number;
                                 source_ip: string | null;
+                                /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                                delivery?: {
+                                    /** @enum {string} */
+                                    status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                    destinations: number;
+                                    delivered: number;
+                                    retrying: number;
+                                    pending: number;
+                                    failed: number;
+                                };
                             }[];
                             meta: {
                                 count: number;
@@ -3754,6 +3818,16 @@ export interface operations {
                             content_type: string | null;
                             body_size: number;
                             source_ip: string | null;
+                            /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                            delivery?: {
+                                /** @enum {string} */
+                                status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                destinations: number;
+                                delivered: number;
+                                retrying: number;
+                                pending: number;
+                                failed: number;
+                            };
                             /** @description UTF-8 text, or base64 when the bytes are not valid UTF-8. */
                             body: string;
                             /** @enum {string} */
@@ -3967,7 +4041,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: one `request` event per capture (`id` is the capture id, `data` its summary as in the list), comments as heartbeats, and a final `overflow` event before a client too slow to keep up is disconnected. Reconnect with `Last-Event-ID` to resume. */
+            /** @description Server-Sent Events, sent once the stream is subscribed: one `request` event per capture (`id` is the capture id, `data` its summary as in the list), comments as heartbeats, a final `overflow` event (with the `last_event_id` to resume from) before a client too slow to keep up is disconnected, and a final `closed` event when the key, its role or scopes, or the endpoint no longer allow the stream. Reconnect with `Last-Event-ID` to resume after `overflow` or a dropped connection; not after `closed`. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5704,7 +5778,11 @@ export interface operations {
                                 agent_id: string | null;
                                 /** @description The stable `webhook-id` every attempt carries, for receivers to drop duplicates. */
                                 webhook_id: string;
-                                status: string;
+                                /**
+                                 * @description superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md).
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "in_flight" | "succeeded" | "failed" | "dead" | "superseded";
                                 attempt_count: number;
                                 /** Format: date-time */
                                 next_attempt_at: string | null;
@@ -6366,10 +6444,23 @@ export interface operations {
                                 /** Format: uuid */
                                 destination_id: string;
                                 destination_url: string;
+                                /**
+                                 * @description retrying: its delivery waits for next_attempt_at; failed: no retry left; replaying / replay_failed: an incident replay took it; recovered: a retry or replay delivered it.
+                                 * @enum {string}
+                                 */
+                                status: "retrying" | "failed" | "replaying" | "replay_failed" | "recovered";
+                                /**
+                                 * Format: date-time
+                                 * @description The delivery's next retry while status is retrying, else null.
+                                 */
+                                next_attempt_at: string | null;
                                 status_code: number | null;
                                 error: string | null;
                                 error_class: string | null;
-                                /** Format: date-time */
+                                /**
+                                 * Format: date-time
+                                 * @description The delivery's first failed attempt; status_code, error and error_class are its newest.
+                                 */
                                 failed_at: string;
                                 /** Format: date-time */
                                 recovered_at: string | null;
@@ -8915,6 +9006,16 @@ export interface operations {
                                     content_type: string | null;
                                     body_size: number;
                                     source_ip: string | null;
+                                    /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                                    delivery?: {
+                                        /** @enum {string} */
+                                        status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                        destinations: number;
+                                        delivered: number;
+                                        retrying: number;
+                                        pending: number;
+                                        failed: number;
+                                    };
                                     /** @description UTF-8 text, or base64 when the bytes are not valid UTF-8. */
                                     body: string;
                                     /** @enum {string} */
@@ -9650,7 +9751,7 @@ export interface operations {
                          */
                         data: {
                             /** @enum {string} */
-                            plan: "free" | "starter" | "pro" | "business";
+                            plan: "free" | "starter" | "pro" | "business" | "self_hosted";
                             /** @description This calendar month (UTC), so far. */
                             current_period: {
                                 /** Format: date-time */
@@ -9828,7 +9929,7 @@ export interface operations {
                                 id: string;
                                 name: string;
                                 /** @enum {string} */
-                                plan: "free" | "starter" | "pro" | "business";
+                                plan: "free" | "starter" | "pro" | "business" | "self_hosted";
                                 region: string;
                                 /** Format: date-time */
                                 created_at: string;
@@ -9948,7 +10049,7 @@ export interface operations {
                 "application/json": {
                     name: string;
                     /** @enum {string} */
-                    plan?: "free" | "starter" | "pro" | "business";
+                    plan?: "free" | "starter" | "pro" | "business" | "self_hosted";
                     region?: string;
                 };
             };
@@ -9976,7 +10077,7 @@ export interface operations {
                             id: string;
                             name: string;
                             /** @enum {string} */
-                            plan: "free" | "starter" | "pro" | "business";
+                            plan: "free" | "starter" | "pro" | "business" | "self_hosted";
                             region: string;
                             /** Format: date-time */
                             created_at: string;
@@ -10109,7 +10210,7 @@ export interface operations {
                             id: string;
                             name: string;
                             /** @enum {string} */
-                            plan: "free" | "starter" | "pro" | "business";
+                            plan: "free" | "starter" | "pro" | "business" | "self_hosted";
                             region: string;
                             /** Format: date-time */
                             created_at: string;
@@ -10231,7 +10332,7 @@ export interface operations {
                  */
                 "application/json": {
                     /** @enum {string} */
-                    plan?: "free" | "starter" | "pro" | "business";
+                    plan?: "free" | "starter" | "pro" | "business" | "self_hosted";
                     name?: string;
                 };
             };
@@ -10259,7 +10360,7 @@ export interface operations {
                             id: string;
                             name: string;
                             /** @enum {string} */
-                            plan: "free" | "starter" | "pro" | "business";
+                            plan: "free" | "starter" | "pro" | "business" | "self_hosted";
                             region: string;
                             /** Format: date-time */
                             created_at: string;
@@ -11651,6 +11752,16 @@ export interface operations {
                             content_type: string | null;
                             body_size: number;
                             source_ip: string | null;
+                            /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                            delivery?: {
+                                /** @enum {string} */
+                                status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                destinations: number;
+                                delivered: number;
+                                retrying: number;
+                                pending: number;
+                                failed: number;
+                            };
                             /** @description UTF-8 text, or base64 when the bytes are not valid UTF-8. */
                             body: string;
                             /** @enum {string} */
@@ -11725,6 +11836,8 @@ export interface operations {
                  *           "endpoint_id": "0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d",
                  *           "destination_id": "0190a3c2-6000-7000-8000-000000000002",
                  *           "destination_url": "https://staging.example.com/webhooks",
+                 *           "status": "retrying",
+                 *           "next_attempt_at": "2026-01-01T00:05:30.000Z",
                  *           "status_code": 503,
                  *           "error": null,
                  *           "error_class": "http_5xx",
@@ -11759,10 +11872,23 @@ export interface operations {
                             /** Format: uuid */
                             destination_id: string;
                             destination_url: string;
+                            /**
+                             * @description retrying: its delivery waits for next_attempt_at; failed: no retry left; replaying / replay_failed: an incident replay took it; recovered: a retry or replay delivered it.
+                             * @enum {string}
+                             */
+                            status: "retrying" | "failed" | "replaying" | "replay_failed" | "recovered";
+                            /**
+                             * Format: date-time
+                             * @description The delivery's next retry while status is retrying, else null.
+                             */
+                            next_attempt_at: string | null;
                             status_code: number | null;
                             error: string | null;
                             error_class: string | null;
-                            /** Format: date-time */
+                            /**
+                             * Format: date-time
+                             * @description The delivery's first failed attempt; status_code, error and error_class are its newest.
+                             */
                             failed_at: string;
                             /** Format: date-time */
                             recovered_at: string | null;

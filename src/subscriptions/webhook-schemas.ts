@@ -53,7 +53,7 @@ const DATA: Record<EventType, { summary: string; data: JsonSchema; example: unkn
     example: { object: EXAMPLE_CAPTURE },
   },
   'request.forward_failed': {
-    summary: 'A forward failed for good (no automatic retry left)',
+    summary: "A delivery's first failed attempt (`status` says whether a retry is left), once per failure episode",
     data: object({ object: forwardFailure }),
     example: {
       object: {
@@ -61,6 +61,8 @@ const DATA: Record<EventType, { summary: string; data: JsonSchema; example: unkn
         endpoint_id: EXAMPLE_CAPTURE.endpoint_id,
         destination_id: EXAMPLE_INCIDENT.destination_id,
         destination_url: EXAMPLE_INCIDENT.destination_url,
+        status: 'retrying',
+        next_attempt_at: '2026-01-01T00:05:30.000Z',
         status_code: 503,
         error: null,
         error_class: 'http_5xx',

@@ -149,7 +149,7 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
       else if (o.endpoint || o.since) throw new UsageFailure('--endpoint and --since go with --failed');
       const client = api();
       if (o.failed) {
-        ids = await failedRequestIds(client, (await client.endpoint(o.endpoint!)).id, o.since);
+        ids = await failedRequestIds(client, (await findEndpoint(client, o.endpoint!)).id, o.since);
         if (ids.length === 0) return io.out(o.json ? '[]\n' : 'No failed captures to replay.\n');
       }
       const failures = await replayAll(client, ids, o.destination, io, Boolean(o.json));

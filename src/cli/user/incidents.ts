@@ -1,18 +1,18 @@
 import { SingleBar } from 'cli-progress';
+import { unwrap } from '../../client/index.ts';
 import type { WeirApi } from './api-client.ts';
 import type { Io } from './commands.ts';
 import { table } from './format.ts';
 
-/**
- * `weir incidents ls | show | replay` (issue 28 item 5). Each API call goes
- * through one function below (listIncidents, getIncident, ...), so moving to
- * a generated client changes those lines only.
- */
+/** `weir incidents ls | show | replay`: each API call is one line below, through the typed client (weir/client). */
 
-const listIncidents = (api: WeirApi, status: string) => api.call('GET', `/v1/incidents?status=${encodeURIComponent(status)}&limit=100`);
-const getIncident = (api: WeirApi, id: string) => api.call('GET', `/v1/incidents/${encodeURIComponent(id)}`);
-const replayIncident = (api: WeirApi, id: string, rpm: number) => api.call('POST', `/v1/incidents/${encodeURIComponent(id)}/replay`, { requests_per_minute: rpm });
-const getReplayBatch = (api: WeirApi, id: string) => api.call('GET', `/v1/replay-batches/${encodeURIComponent(id)}`);
+type IncidentStatus = 'open' | 'investigating' | 'resolved' | 'all';
+const listIncidents = (api: WeirApi, status: string) =>
+  unwrap(api.client.GET('/v1/incidents', { params: { query: { status: status as IncidentStatus, limit: 100 } } }));
+const getIncident = (api: WeirApi, id: string) => unwrap(api.client.GET('/v1/incidents/{id}', { params: { path: { id } } }));
+const replayIncident = (api: WeirApi, id: string, rpm: number) =>
+  unwrap(api.client.POST('/v1/incidents/{id}/replay', { params: { path: { id } }, body: { requests_per_minute: rpm } }));
+const getReplayBatch = (api: WeirApi, id: string) => unwrap(api.client.GET('/v1/replay-batches/{id}', { params: { path: { id } } }));
 
 const json = (v: unknown) => JSON.stringify(v, null, 2) + '\n';
 

@@ -1,5 +1,5 @@
 import { SingleBar } from 'cli-progress';
-import { unwrap } from '../../client/index.ts';
+import { allPages, unwrap } from '../../client/index.ts';
 import { ApiFailure, type WeirApi } from './api-client.ts';
 import type { Io } from './commands.ts';
 
@@ -41,7 +41,8 @@ export async function replayAll(api: WeirApi, ids: string[], destination: string
  * what `weir replay --failed --endpoint` replays. One API call, in one place.
  */
 export async function failedRequestIds(api: WeirApi, endpointId: string, since?: string): Promise<string[]> {
-  const q = new URLSearchParams({ delivery_status: 'failed', ...(since ? { since } : {}) });
-  const items = await api.all<{ id: string }>(`/v1/endpoints/${endpointId}/requests?${q}`);
+  const items = await allPages((before) =>
+    api.client.GET('/v1/endpoints/{id}/requests', { params: { path: { id: endpointId }, query: { delivery_status: 'failed', limit: 100, before, ...(since ? { since } : {}) } } }),
+  );
   return items.map((c) => c.id);
 }
