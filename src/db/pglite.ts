@@ -8,11 +8,10 @@ const BYTEA = 17;
 
 type PgliteLike = Pick<PGlite, 'query' | 'exec'>;
 
-function wrap(conn: PgliteLike, named?: NamedQueries, inTransaction = false): Queryable {
+function wrap(conn: PgliteLike, named?: NamedQueries): Queryable {
   return {
     async query<R>(text: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> {
-      const res =
-        opts?.name && named ? await named.run<Record<string, unknown>>(opts.name, text, params ?? [], inTransaction) : await conn.query<Record<string, unknown>>(text, params);
+      const res = opts?.name && named ? await named.run<Record<string, unknown>>(opts.name, text, params ?? []) : await conn.query<Record<string, unknown>>(text, params);
       const byteaFields = res.fields.filter((f) => f.dataTypeID === BYTEA).map((f) => f.name);
       if (byteaFields.length > 0) {
         for (const row of res.rows) {
@@ -40,19 +39,15 @@ type Res<R> = Awaited<ReturnType<PGlite['query']>> & { rows: R[] };
  * the parameter types), then every run is ONE call: Bind, Describe,
  * Execute, Sync (bindAndExecute). Buffer parameters travel in binary format
  * (no hex). Runs take both of PGlite's locks, as query() does, so they never
- * land inside someone else's transaction; inside a transaction (which holds
- * the transaction lock already) only the query lock, as a transaction's
- * query() does. A prepared statement outlives the transaction it was
- * prepared in (PostgreSQL does not roll back protocol-level statements).
+ * land inside someone else's transaction.
  */
 class NamedQueries {
   private readonly prepared = new Map<string, { text: string; types: number[] }>();
 
   constructor(private readonly pg: PGlite) {}
 
-  run<R>(name: string, text: string, params: unknown[], inTransaction = false): Promise<Res<R>> {
-    const locked = (fn: () => Promise<Res<R>>) => (inTransaction ? fn() : this.pg._runExclusiveTransaction(fn));
-    return locked(() =>
+  run<R>(name: string, text: string, params: unknown[]): Promise<Res<R>> {
+    return this.pg._runExclusiveTransaction(() =>
       this.pg._runExclusiveQuery(async () => {
         const { serialize } = protocol;
         let stmt = this.prepared.get(name);
@@ -129,13 +124,12 @@ export async function openPglite(dataDir?: string, opts: { checkpoints?: Checkpo
   const durable = Boolean(opts.fsync && dataDir);
   const pg = await PGlite.create(dataDir ? { dataDir, startParams: pgliteStartParams(durable) } : {});
   if (durable) enableNodeFsync(pg);
-  const named = new NamedQueries(pg);
-  const base = wrap(pg, named);
+  const base = wrap(pg, new NamedQueries(pg));
   const checkpoints = startCheckpoints(pg, opts.checkpoints);
   return {
     kind: 'pglite',
     ...base,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx, named, true))),
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
     session: (fn) => fn(base),
     async listen(channel, onNotify) {
       // LISTEN in PGlite is in-process: it never disconnects, so onReconnect never runs.

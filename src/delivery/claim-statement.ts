@@ -1,8 +1,6 @@
 // The text of the claim statement: claimDeliveries (claim.ts) runs it and
 // explains each step. Parameters: $1 destination type, $2 agent ids or
-// null, $3 limit, $4 pacing horizon ms, $5 lease ms, $6 node, $7 lease ids
-// (at least $3 fresh uuids: gen_random_uuid() reads /dev/urandom per call,
-// which in PGlite is a trip through its JavaScript file system).
+// null, $3 limit, $4 pacing horizon ms, $5 lease ms, $6 node.
 import type { DestinationType } from './transport.ts';
 
 /** A row of the claim statement: the claimed delivery, its capture and its destination as they are now. */
@@ -93,7 +91,7 @@ function claimSql(batches: boolean): string {
          from need join taken on taken.destination_id = need.dest
      ),${batches ? BATCH_SLOTS : ''}
      plan as (
-       select next.id, row_number() over () as n, coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot) as slot,
+       select next.id, coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot) as slot,
               coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
          from next left join slots s on s.id = next.id${batches ? ' left join bslots bs on bs.id = next.id' : ''}
      ),
@@ -104,7 +102,7 @@ function claimSql(batches: boolean): string {
               next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
               lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $5 * interval '1 millisecond' end,
               leased_by = case when plan.go then $6 end,
-              lease_id = case when plan.go then ($7::uuid[])[plan.n] end,
+              lease_id = case when plan.go then gen_random_uuid() end,
               updated_at = now()
          from plan
         where d.id = plan.id
