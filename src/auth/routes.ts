@@ -67,8 +67,6 @@ export function authRoutes(app: FastifyInstance, { db, config, authenticator }: 
       if (memberId !== a.memberId && !roleHas(a.role, 'api_keys.manage')) {
         throw forbidden(`Creating keys for other members needs the permission api_keys.manage (role ${a.role} lacks it).`);
       }
-      // (not a schema `dependencies`: OpenAPI 3.1 has no such keyword, and the document must lint)
-      if (body.scopes !== undefined && body.access_mode === undefined) throw badRequest('Field "scopes" needs "access_mode": "custom" beside it.');
       const expiresAt = parseExpiry(body.expires_at);
       if (expiresAt === 'invalid') throw badRequest('Field "expires_at" must be an ISO 8601 timestamp with a time zone.');
       const result = await db.transaction((tx) =>
