@@ -6,7 +6,8 @@
  * role permissions are not repeated here: the document takes them from each
  * route's `config.auth` (src/http/openapi.ts). A route missing from this
  * table is published without an id, and test/http/openapi-operations.test.ts
- * fails; `requestExample` is checked against the route's body schema there.
+ * fails; `requestExample` and `responseExample` are checked against the
+ * route's schemas there, and a JSON success answer without any example fails it.
  */
 import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
 import * as EX from './operation-examples.ts';
