@@ -1639,6 +1639,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-000000000004",
+                     *         "name": "CI deploys",
+                     *         "display_prefix": "wr_live_us_ANGa",
+                     *         "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *         "member_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *         "access_mode": "custom",
+                     *         "scopes": [
+                     *           "endpoints:read",
+                     *           "requests:read"
+                     *         ],
+                     *         "expires_at": "2027-01-01T00:00:00.000Z",
+                     *         "revoked_at": null,
+                     *         "last_used_at": null,
+                     *         "created_by": "0193a8c2-0000-7000-8000-000000000002",
+                     *         "created_at": "2026-01-01T00:00:00.000Z",
+                     *         "key": "wr_live_us_ANGaTsjaY80EnaALxOK3Vm6qIoqtetCc0jyJiG"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */
@@ -2072,6 +2094,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000e3",
+                     *             "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *             "actor_type": "member",
+                     *             "actor_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "action": "member.role_changed",
+                     *             "target_type": "member",
+                     *             "target_id": "0193a8c2-0000-7000-8000-000000000005",
+                     *             "target_name": "grace@example.com",
+                     *             "details": {
+                     *               "from": "developer",
+                     *               "to": "viewer"
+                     *             },
+                     *             "created_at": "2026-01-02T09:30:00.000Z"
+                     *           },
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000e2",
+                     *             "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *             "actor_type": "member",
+                     *             "actor_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "action": "api_key.created",
+                     *             "target_type": "api_key",
+                     *             "target_id": "0193a8c2-0000-7000-8000-000000000004",
+                     *             "target_name": "CI deploys",
+                     *             "details": {
+                     *               "member_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *               "access_mode": "custom",
+                     *               "scopes": [
+                     *                 "endpoints:read",
+                     *                 "requests:read"
+                     *               ]
+                     *             },
+                     *             "created_at": "2026-01-01T00:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 2,
+                     *           "has_more": true,
+                     *           "next_cursor": "0193a8c2-0000-7000-8000-0000000000e2"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -4154,6 +4223,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000d2",
+                     *             "name": "Production API",
+                     *             "url": "https://api.example.com/webhooks",
+                     *             "visibility": "org",
+                     *             "is_reusable": true,
+                     *             "created_by": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "created_at": "2026-01-03T00:00:00.000Z",
+                     *             "updated_at": "2026-01-03T00:00:00.000Z",
+                     *             "endpoint_count": 2
+                     *           },
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000d1",
+                     *             "name": "Staging API",
+                     *             "url": "https://staging.example.com/webhooks",
+                     *             "visibility": "org",
+                     *             "is_reusable": true,
+                     *             "created_by": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "created_at": "2026-01-01T00:00:00.000Z",
+                     *             "updated_at": "2026-01-01T00:00:00.000Z",
+                     *             "endpoint_count": 1
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 2,
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -5756,6 +5860,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-000000000011",
+                     *             "request_id": "0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f",
+                     *             "endpoint_id": "0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d",
+                     *             "destination_id": "0193a8c2-0000-7000-8000-0000000000f1",
+                     *             "destination_name": "Staging API",
+                     *             "destination_type": "https",
+                     *             "url": "https://staging.example.com/webhooks",
+                     *             "agent_id": null,
+                     *             "webhook_id": "msg_0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f",
+                     *             "status": "succeeded",
+                     *             "attempt_count": 2,
+                     *             "next_attempt_at": null,
+                     *             "last_status_code": 200,
+                     *             "last_error": null,
+                     *             "replay_batch_id": null,
+                     *             "created_at": "2026-01-01T00:00:00.010Z",
+                     *             "updated_at": "2026-01-01T00:01:00.250Z",
+                     *             "attempts": [
+                     *               {
+                     *                 "id": "0193a8c2-0000-7000-8000-000000000021",
+                     *                 "attempt_number": 1,
+                     *                 "started_at": "2026-01-01T00:00:00.020Z",
+                     *                 "duration_ms": 41.7,
+                     *                 "url": "https://staging.example.com/webhooks",
+                     *                 "status_code": 503,
+                     *                 "error_class": "http_status",
+                     *                 "error_message": "HTTP 503",
+                     *                 "response_headers": [
+                     *                   [
+                     *                     "content-type",
+                     *                     "text/plain"
+                     *                   ],
+                     *                   [
+                     *                     "retry-after",
+                     *                     "30"
+                     *                   ]
+                     *                 ],
+                     *                 "response_body": "Service Unavailable",
+                     *                 "response_body_encoding": "utf8",
+                     *                 "response_body_truncated": false
+                     *               },
+                     *               {
+                     *                 "id": "0193a8c2-0000-7000-8000-000000000022",
+                     *                 "attempt_number": 2,
+                     *                 "started_at": "2026-01-01T00:01:00.200Z",
+                     *                 "duration_ms": 38.2,
+                     *                 "url": "https://staging.example.com/webhooks",
+                     *                 "status_code": 200,
+                     *                 "error_class": null,
+                     *                 "error_message": null,
+                     *                 "response_headers": [
+                     *                   [
+                     *                     "content-type",
+                     *                     "application/json"
+                     *                   ]
+                     *                 ],
+                     *                 "response_body": "{\"received\":true}",
+                     *                 "response_body_encoding": "utf8",
+                     *                 "response_body_truncated": false
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 1,
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -6394,6 +6574,83 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0190a3c2-6000-7000-8000-000000000001",
+                     *         "status": "open",
+                     *         "scope": "destination",
+                     *         "destination_id": "0190a3c2-6000-7000-8000-000000000002",
+                     *         "destination_name": "Staging API",
+                     *         "destination_url": "https://staging.example.com/webhooks",
+                     *         "asn": 16509,
+                     *         "asn_org": "AMAZON-02",
+                     *         "asn_destination_count": 1,
+                     *         "likely_cause": "The destination answers HTTP 503 (service unavailable): it is down or overloaded.",
+                     *         "failure_count": 12,
+                     *         "endpoint_count": 1,
+                     *         "first_failure_at": "2026-01-01T00:00:00.000Z",
+                     *         "last_failure_at": "2026-01-01T00:05:00.000Z",
+                     *         "is_recurring": false,
+                     *         "previous_incident_id": null,
+                     *         "investigating_at": null,
+                     *         "resolved_at": null,
+                     *         "resolved_by": null,
+                     *         "created_at": "2026-01-01T00:00:01.000Z",
+                     *         "updated_at": "2026-01-01T00:05:01.000Z",
+                     *         "unreplayed_count": 11,
+                     *         "latest_replay_batch_id": null,
+                     *         "failures": [
+                     *           {
+                     *             "request_id": "0193a8c2-0000-7000-8000-0000000000c2",
+                     *             "endpoint_id": "0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d",
+                     *             "destination_id": "0190a3c2-6000-7000-8000-000000000002",
+                     *             "destination_url": "https://staging.example.com/webhooks",
+                     *             "status": "retrying",
+                     *             "next_attempt_at": "2026-01-01T00:10:00.000Z",
+                     *             "status_code": 503,
+                     *             "error": "HTTP 503",
+                     *             "error_class": "http_status",
+                     *             "failed_at": "2026-01-01T00:05:00.000Z",
+                     *             "recovered_at": null,
+                     *             "replayed_at": null,
+                     *             "replay_status_code": null
+                     *           },
+                     *           {
+                     *             "request_id": "0193a8c2-0000-7000-8000-0000000000c1",
+                     *             "endpoint_id": "0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d",
+                     *             "destination_id": "0190a3c2-6000-7000-8000-000000000002",
+                     *             "destination_url": "https://staging.example.com/webhooks",
+                     *             "status": "recovered",
+                     *             "next_attempt_at": null,
+                     *             "status_code": 503,
+                     *             "error": "HTTP 503",
+                     *             "error_class": "http_status",
+                     *             "failed_at": "2026-01-01T00:00:00.000Z",
+                     *             "recovered_at": "2026-01-01T00:01:00.000Z",
+                     *             "replayed_at": null,
+                     *             "replay_status_code": null
+                     *           }
+                     *         ],
+                     *         "updates": [
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-000000000032",
+                     *             "body": "Staging was redeployed; retrying.",
+                     *             "is_system": false,
+                     *             "author_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "created_at": "2026-01-01T00:07:00.000Z"
+                     *           },
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-000000000031",
+                     *             "body": "Incident opened: forwards to Staging API fail.",
+                     *             "is_system": true,
+                     *             "author_id": "00000000-0000-0000-0000-000000000000",
+                     *             "created_at": "2026-01-01T00:00:01.000Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */
@@ -8463,6 +8720,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-00000000000a",
+                     *         "name": "alice-laptop",
+                     *         "environment": "development",
+                     *         "status": "disconnected",
+                     *         "connected_at": null,
+                     *         "last_seen_at": "2026-01-01T09:05:00.000Z",
+                     *         "agent_version": "0.1.0",
+                     *         "hostname": "alice-mbp",
+                     *         "node": null,
+                     *         "revoked_at": null,
+                     *         "created_at": "2026-01-01T08:59:00.000Z",
+                     *         "updated_at": "2026-01-01T09:10:00.000Z",
+                     *         "token": "wr_agent_Jx7Qm2Lr9Tb4Wc8Yn1Pd6Hs3Kf5Gv0Zq2Ue7Ri4Oa9X",
+                     *         "command": "npx weir agent --server https://weir.example.com --token wr_agent_Jx7Qm2Lr9Tb4Wc8Yn1Pd6Hs3Kf5Gv0Zq2Ue7Ri4Oa9X"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */
@@ -9395,6 +9672,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-000000000042",
+                     *             "webhook_id": "evt_0193a8c2-0000-7000-8000-000000000042",
+                     *             "type": "incident.opened",
+                     *             "status": "pending",
+                     *             "attempt_count": 1,
+                     *             "next_attempt_at": "2026-01-01T00:05:31.000Z",
+                     *             "last_status_code": 502,
+                     *             "last_error": "HTTP 502",
+                     *             "last_attempt_at": "2026-01-01T00:05:01.500Z",
+                     *             "created_at": "2026-01-01T00:05:01.000Z"
+                     *           },
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-000000000041",
+                     *             "webhook_id": "evt_0193a8c2-0000-7000-8000-000000000041",
+                     *             "type": "request.captured",
+                     *             "status": "succeeded",
+                     *             "attempt_count": 1,
+                     *             "next_attempt_at": null,
+                     *             "last_status_code": 200,
+                     *             "last_error": null,
+                     *             "last_attempt_at": "2026-01-01T00:00:00.300Z",
+                     *             "created_at": "2026-01-01T00:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 2,
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -10204,6 +10518,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-000000000001",
+                     *         "name": "Acme",
+                     *         "plan": "starter",
+                     *         "region": "us",
+                     *         "created_at": "2026-01-01T00:00:00.000Z",
+                     *         "updated_at": "2026-01-01T00:00:00.000Z",
+                     *         "limits": {
+                     *           "max_endpoints": 50,
+                     *           "max_forward_destinations": 5,
+                     *           "max_agents": 3,
+                     *           "incident_replay": true,
+                     *           "retention_days": 30
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */
@@ -10490,6 +10823,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "data": [
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000e3",
+                     *             "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *             "actor_type": "member",
+                     *             "actor_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "action": "member.role_changed",
+                     *             "target_type": "member",
+                     *             "target_id": "0193a8c2-0000-7000-8000-000000000005",
+                     *             "target_name": "grace@example.com",
+                     *             "details": {
+                     *               "from": "developer",
+                     *               "to": "viewer"
+                     *             },
+                     *             "created_at": "2026-01-02T09:30:00.000Z"
+                     *           },
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000e2",
+                     *             "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *             "actor_type": "member",
+                     *             "actor_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "action": "api_key.created",
+                     *             "target_type": "api_key",
+                     *             "target_id": "0193a8c2-0000-7000-8000-000000000004",
+                     *             "target_name": "CI deploys",
+                     *             "details": {
+                     *               "member_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *               "access_mode": "custom",
+                     *               "scopes": [
+                     *                 "endpoints:read",
+                     *                 "requests:read"
+                     *               ]
+                     *             },
+                     *             "created_at": "2026-01-01T00:00:00.000Z"
+                     *           },
+                     *           {
+                     *             "id": "0193a8c2-0000-7000-8000-0000000000e1",
+                     *             "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *             "actor_type": "operator",
+                     *             "actor_id": null,
+                     *             "action": "member.created",
+                     *             "target_type": "member",
+                     *             "target_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *             "target_name": "ada@example.com",
+                     *             "details": {
+                     *               "role": "super_admin"
+                     *             },
+                     *             "created_at": "2025-12-31T23:59:00.000Z"
+                     *           }
+                     *         ],
+                     *         "meta": {
+                     *           "count": 3,
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             data: {
@@ -11252,6 +11646,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-000000000004",
+                     *         "name": "bootstrap",
+                     *         "display_prefix": "wr_live_us_ANGa",
+                     *         "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *         "member_id": "0193a8c2-0000-7000-8000-000000000002",
+                     *         "access_mode": "full",
+                     *         "scopes": [],
+                     *         "expires_at": null,
+                     *         "revoked_at": null,
+                     *         "last_used_at": null,
+                     *         "created_by": null,
+                     *         "created_at": "2026-01-01T00:00:00.000Z",
+                     *         "key": "wr_live_us_ANGaTsjaY80EnaALxOK3Vm6qIoqtetCc0jyJiG"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */
@@ -11517,6 +11930,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a8c2-0000-7000-8000-0000000000a8",
+                     *         "organization_id": "0193a8c2-0000-7000-8000-000000000001",
+                     *         "name": "edge-1",
+                     *         "environment": "production",
+                     *         "created_at": "2026-01-01T00:00:00.000Z",
+                     *         "token": "wr_agent_Jx7Qm2Lr9Tb4Wc8Yn1Pd6Hs3Kf5Gv0Zq2Ue7Ri4Oa9X"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */

@@ -6,9 +6,11 @@
  * role permissions are not repeated here: the document takes them from each
  * route's `config.auth` (src/http/openapi.ts). A route missing from this
  * table is published without an id, and test/http/openapi-operations.test.ts
- * fails; `requestExample` is checked against the route's body schema there.
+ * fails; `requestExample` and `responseExample` are checked against the
+ * route's schemas there, and a JSON success answer without any example fails it.
  */
 import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
+import * as EX from './operation-examples.ts';
 
 export interface OperationInfo {
   id: string;
@@ -57,10 +59,11 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     id: 'createApiKey',
     summary: 'Create an API key',
     requestExample: { name: 'CI deploys', access_mode: 'custom', scopes: ['endpoints:read', 'requests:read'], expires_at: '2027-01-01T00:00:00.000Z' },
+    responseExample: EX.CREATE_API_KEY,
   },
   'PATCH /v1/api-keys/{id}': { id: 'updateApiKey', summary: "Change an API key's access", requestExample: { access_mode: 'custom', scopes: ['requests:read'] } },
   'DELETE /v1/api-keys/{id}': { id: 'revokeApiKey', summary: 'Revoke an API key' },
-  'GET /v1/audit-log': { id: 'listAuditLog', summary: "List the organization's audit log" },
+  'GET /v1/audit-log': { id: 'listAuditLog', summary: "List the organization's audit log", responseExample: EX.LIST_AUDIT_LOG },
 
   'GET /v1/members': { id: 'listMembers', summary: 'List members' },
   'POST /v1/members': { id: 'inviteMember', summary: 'Invite a member', requestExample: { email: 'ada@example.com', role: 'developer' } },
@@ -87,9 +90,13 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/requests/{id}': { id: 'getRequest', summary: 'Get a captured request' },
   'GET /v1/requests/{id}/body': { id: 'getRequestBody', summary: 'Download the raw body of a captured request' },
   'POST /v1/requests/{id}/replay': { id: 'replayRequest', summary: 'Replay a captured request to its destinations', requestExample: { destination_id: UUID_A } },
-  'GET /v1/requests/{id}/forwards': { id: 'listRequestForwards', summary: "List a captured request's forwards and their attempts" },
+  'GET /v1/requests/{id}/forwards': {
+    id: 'listRequestForwards',
+    summary: "List a captured request's forwards and their attempts",
+    responseExample: EX.LIST_REQUEST_FORWARDS,
+  },
 
-  'GET /v1/destinations': { id: 'listDestinations', summary: 'List destinations' },
+  'GET /v1/destinations': { id: 'listDestinations', summary: 'List destinations', responseExample: EX.LIST_DESTINATIONS },
   'POST /v1/destinations': {
     id: 'createDestination',
     summary: 'Create a destination',
@@ -116,7 +123,7 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/incidents': { id: 'listIncidents', summary: 'List incidents' },
   'GET /v1/incidents/sample': { id: 'getIncidentSample', summary: 'What an incident.opened event delivers' },
   'GET /v1/incidents/recent': { id: 'listRecentIncidents', summary: 'List the newest incidents of any status' },
-  'GET /v1/incidents/{id}': { id: 'getIncident', summary: 'Get an incident with its failures and updates' },
+  'GET /v1/incidents/{id}': { id: 'getIncident', summary: 'Get an incident with its failures and updates', responseExample: EX.GET_INCIDENT },
   'PATCH /v1/incidents/{id}': { id: 'updateIncident', summary: "Change an incident's status", requestExample: { status: 'investigating' } },
   'POST /v1/incidents/{id}/updates': {
     id: 'addIncidentNote',
@@ -164,7 +171,7 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/agents/{id}': { id: 'getAgent', summary: 'Get an agent' },
   'PATCH /v1/agents/{id}': { id: 'updateAgent', summary: 'Rename an agent or change its environment', requestExample: { name: 'ci-runner' } },
   'DELETE /v1/agents/{id}': { id: 'deleteAgent', summary: 'Delete an agent' },
-  'POST /v1/agents/{id}/token': { id: 'rotateAgentToken', summary: "Issue a new agent token (the old one stops working)" },
+  'POST /v1/agents/{id}/token': { id: 'rotateAgentToken', summary: 'Issue a new agent token (the old one stops working)', responseExample: EX.ROTATE_AGENT_TOKEN },
 
   'GET /v1/subscriptions': { id: 'listSubscriptions', summary: 'List event subscriptions' },
   'POST /v1/subscriptions': {
@@ -175,23 +182,33 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/subscriptions/sample/{endpointId}': { id: 'getCaptureEventSample', summary: 'What a request.captured event delivers for an endpoint' },
   'GET /v1/subscriptions/{id}': { id: 'getSubscription', summary: 'Get an event subscription' },
   'DELETE /v1/subscriptions/{id}': { id: 'deleteSubscription', summary: 'Unsubscribe' },
-  'GET /v1/subscriptions/{id}/events': { id: 'listSubscriptionEvents', summary: 'List the events sent to a subscription' },
+  'GET /v1/subscriptions/{id}/events': { id: 'listSubscriptionEvents', summary: 'List the events sent to a subscription', responseExample: EX.LIST_SUBSCRIPTION_EVENTS },
   'POST /v1/subscriptions/{id}/rotate-secret': { id: 'rotateSubscriptionSecret', summary: "Rotate a subscription's signing secret" },
 
   'GET /v1/usage': { id: 'getUsage', summary: "The organization's usage against its plan" },
 
   'POST /admin/v1/organizations': { id: 'adminCreateOrganization', summary: 'Create an organization', requestExample: { name: 'Acme', plan: 'pro' } },
   'GET /admin/v1/organizations': { id: 'adminListOrganizations', summary: 'List organizations' },
-  'GET /admin/v1/organizations/{id}': { id: 'adminGetOrganization', summary: 'Get an organization' },
+  'GET /admin/v1/organizations/{id}': { id: 'adminGetOrganization', summary: 'Get an organization', responseExample: EX.ADMIN_GET_ORGANIZATION },
   'PATCH /admin/v1/organizations/{id}': { id: 'adminUpdateOrganization', summary: "Change an organization's plan or name", requestExample: { plan: 'business' } },
-  'GET /admin/v1/organizations/{id}/audit-log': { id: 'adminListAuditLog', summary: "List an organization's audit log" },
+  'GET /admin/v1/organizations/{id}/audit-log': { id: 'adminListAuditLog', summary: "List an organization's audit log", responseExample: EX.ADMIN_LIST_AUDIT_LOG },
   'POST /admin/v1/organizations/{id}/members': { id: 'adminCreateMember', summary: 'Add a member to an organization', requestExample: { email: 'owner@acme.example', role: 'super_admin' } },
   'GET /admin/v1/organizations/{id}/members': { id: 'adminListMembers', summary: "List an organization's members" },
   'PATCH /admin/v1/members/{id}': { id: 'adminUpdateMember', summary: "Change a member's role or deactivate them", requestExample: { active: false } },
-  'POST /admin/v1/members/{id}/api-keys': { id: 'adminCreateApiKey', summary: 'Mint an API key for a member', requestExample: { name: 'bootstrap' } },
+  'POST /admin/v1/members/{id}/api-keys': {
+    id: 'adminCreateApiKey',
+    summary: 'Mint an API key for a member',
+    requestExample: { name: 'bootstrap' },
+    responseExample: EX.ADMIN_CREATE_API_KEY,
+  },
   'GET /admin/v1/members/{id}/api-keys': { id: 'adminListApiKeys', summary: "List a member's API keys" },
   'DELETE /admin/v1/api-keys/{id}': { id: 'adminRevokeApiKey', summary: 'Revoke an API key' },
-  'POST /admin/v1/organizations/{id}/agents': { id: 'adminCreateAgent', summary: 'Register an agent for an organization', requestExample: { name: 'edge-1', environment: 'production' } },
+  'POST /admin/v1/organizations/{id}/agents': {
+    id: 'adminCreateAgent',
+    summary: 'Register an agent for an organization',
+    requestExample: { name: 'edge-1', environment: 'production' },
+    responseExample: EX.ADMIN_CREATE_AGENT,
+  },
 };
 
 /** Descriptions of the tags, in the order a reference page shows them. */

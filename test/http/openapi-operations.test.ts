@@ -9,7 +9,8 @@ import { useTestApp } from '../helpers/app.ts';
 /**
  * The document as a product (issue 30): every operation is named, summarised
  * and tagged, the names are unique and in one style, the description says
- * who may call it (from the routes' own auth), examples fit their schemas,
+ * who may call it (from the routes' own auth), every JSON body and JSON
+ * success answer has an example and every example fits its schema,
  * `servers` is the public URL, and every event type is a webhook.
  */
 describe('OpenAPI operations', () => {
@@ -82,6 +83,35 @@ describe('OpenAPI operations', () => {
       }
     }
     assert.ok(checked > 40, `${checked} examples checked`);
+  });
+
+  it('has an example for every JSON success answer, and each fits its schema', () => {
+    // Where a reader (Swagger UI, Redocly, a generator) finds one: on the answer, or on the resource
+    // it carries, through the envelope (`data`, a page's `data.data` items, an event sample's `object`, anyOf branches).
+    const carried = (schema: any, at: string): Array<{ schema: any; at: string }> => {
+      if (!schema || typeof schema !== 'object') return [];
+      if (schema.example !== undefined) return [{ schema, at }];
+      return [
+        ...(schema.anyOf ?? []).flatMap((s: any, i: number) => carried(s, `${at}.anyOf[${i}]`)),
+        ...carried(schema.items, `${at}[]`),
+        ...['data', 'object'].flatMap((key) => carried(schema.properties?.[key], `${at}.${key}`)),
+      ];
+    };
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    let checked = 0;
+    for (const { key, op } of operations()) {
+      const [status, success] = Object.entries(op.responses as Record<string, any>).find(([s]) => s.startsWith('2')) ?? [];
+      const media = success?.content?.['application/json'];
+      if (!media) continue;
+      const found = media.example !== undefined ? [{ schema: media.schema, at: 'answer' }] : carried(media.schema, 'answer');
+      assert.ok(found.length > 0, `${key} ${status} has no example: add a responseExample in src/http/operations.ts (or an example on the resource's schema)`);
+      for (const { schema, at } of found) {
+        const example = at === 'answer' && media.example !== undefined ? media.example : schema.example;
+        assert.ok(ajv.validate({ ...schema, example: undefined }, example), `${key} ${status} example at ${at}: ${ajv.errorsText()}`);
+      }
+      checked++;
+    }
+    assert.ok(checked >= 55, `${checked} success answers checked`);
   });
 
   it('names the public URL as its server', () => {
