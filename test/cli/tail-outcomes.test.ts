@@ -93,6 +93,11 @@ describe('weir tail: event types and forward outcomes', () => {
       await text.waitFor('the retrying line', (l) => /^ {2}-> forward_url {2}retrying {2}attempt 1 {2}HTTP 503, next attempt \S+/.test(l) && l.endsWith(github));
       assert.ok(receiver.received.length >= 3);
 
+      // following is bounded: the 503 forward (next retry minutes away) gets a last line when --outcomes-for runs out
+      const stopped = JSON.parse(await json.waitFor('the last line of the retrying forward', (l) => l.includes(github) && l.includes('"stopped_following":true')));
+      assert.equal(stopped.final, false);
+      assert.equal(stopped.status, 'retrying');
+
       for (const t of [json, text]) t.child.kill('SIGINT');
       assert.equal(await json.exited, 0);
       assert.equal(await text.exited, 0);

@@ -5,7 +5,7 @@ import type { Io } from './commands.ts';
 /**
  * Issue 28 item 5: what `weir tail` adds to each capture line — the event
  * type when the provider names it, and each forward's outcome as it
- * completes (docs/capture.md, "weir tail").
+ * completes (README, "Use it from the command line").
  *
  * The live-tail stream carries captures, not deliveries, so outcomes come
  * from polling GET /v1/requests/{id}/forwards for the captures seen: the
@@ -64,7 +64,8 @@ export async function eventType(api: WeirApi, capture: any, signal: AbortSignal)
 /** One forward's outcome as printed: a JSON line with --json, else text. */
 function outcomeLine(requestId: string, f: any, json: boolean, stopped: boolean): string {
   const last = f.attempts.at(-1);
-  const status = f.status === 'pending' && f.attempt_count > 0 ? 'retrying' : f.status;
+  // a delivery with a failed attempt behind it is retrying, whether its next attempt waits or runs now
+  const status = (f.status === 'pending' || f.status === 'in_flight') && f.attempt_count > 0 ? 'retrying' : f.status;
   if (json) {
     return (
       JSON.stringify({
