@@ -185,11 +185,13 @@ export async function runUserCli(argv: string[], env: Env, io: Io): Promise<numb
 
   program
     .command('tail <endpoint>')
-    .description('follow captures as they arrive, one line each (Ctrl-C stops)')
+    .description('follow captures as they arrive, one line each with the event type, then one per forward outcome (Ctrl-C stops)')
     .option('--json', 'one JSON object per line')
-    .action(async (ref: string, o: { json?: boolean }) => {
+    .option('--outcomes-for <seconds>', "how long each capture's forwards are followed (0: not at all)", '60')
+    .action(async (ref: string, o: { json?: boolean; outcomesFor: string }) => {
+      if (!/^\d+$/.test(o.outcomesFor) || Number(o.outcomesFor) > 3600) throw new UsageFailure(`--outcomes-for must be 0-3600 seconds, got "${o.outcomesFor}"`);
       const client = api();
-      await tail(client, (await findEndpoint(client, ref)).id, io, Boolean(o.json));
+      await tail(client, (await findEndpoint(client, ref)).id, io, Boolean(o.json), Number(o.outcomesFor) * 1000);
     });
 
   program

@@ -1,20 +1,23 @@
 import type { WeirApi } from './api-client.ts';
 import { ApiFailure } from './api-client.ts';
 import type { Io } from './commands.ts';
+import { eventType, OutcomeWatcher } from './tail-outcomes.ts';
 
-/** One line per capture: time, method, path and query, size, id. */
-function line(r: any): string {
-  return `${r.received_at}  ${r.method.padEnd(6)} ${(r.path || '/') + (r.query ? `?${r.query}` : '')}  ${r.body_size} B  ${r.id}`;
+/** One line per capture: time, method, path and query, size, id, and the event type when the provider names one. */
+function line(r: any, type: string | undefined): string {
+  return `${r.received_at}  ${r.method.padEnd(6)} ${(r.path || '/') + (r.query ? `?${r.query}` : '')}  ${r.body_size} B  ${r.id}${type ? `  ${type}` : ''}`;
 }
 
 /**
  * `weir tail <endpoint>`: reads the live-tail SSE stream and prints one line
  * per capture until Ctrl-C; when the stream drops (a node restarting, this
  * client too slow) it reconnects with Last-Event-ID, so nothing still stored
- * is skipped.
+ * is skipped. Each capture's line carries its event type, and its forwards'
+ * outcomes follow as they complete, for up to `watchMs` (src/cli/user/tail-outcomes.ts).
  */
-export async function tail(api: WeirApi, endpointId: string, io: Io, json: boolean): Promise<void> {
+export async function tail(api: WeirApi, endpointId: string, io: Io, json: boolean, watchMs = 60_000): Promise<void> {
   const abort = new AbortController();
+  const outcomes = new OutcomeWatcher(api, io, json, watchMs, abort.signal);
   const stop = () => abort.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -33,6 +36,7 @@ export async function tail(api: WeirApi, endpointId: string, io: Io, json: boole
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
+    abort.abort(); // ends the outcome watches too
   }
 
   async function follow(): Promise<void> {
@@ -63,7 +67,9 @@ export async function tail(api: WeirApi, endpointId: string, io: Io, json: boole
         if (fields.get('event') === 'request') {
           const r = JSON.parse(fields.get('data') ?? '{}');
           lastId = fields.get('id');
-          io.out(json ? JSON.stringify(r) + '\n' : line(r) + '\n');
+          const type = await eventType(api, r, abort.signal);
+          io.out(json ? JSON.stringify({ ...r, event_type: type ?? null }) + '\n' : line(r, type) + '\n');
+          outcomes.add(r.id);
         } else if (fields.get('event') === 'overflow') {
           io.err('weir: fell behind the stream; resuming after the last capture shown\n');
         } else if (block === ': live' && json) {
