@@ -240,12 +240,12 @@ describe('dashboard: endpoints, end to end', () => {
       await page.getByRole('navigation', { name: 'Endpoint' }).getByRole('link', { name: 'Settings' }).click();
       await page.waitForURL(/\/settings$/);
       await page.getByLabel('Forward URL (optional)').fill('http://not-https.example');
-      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
       await page.locator('#settings-error').waitFor(LONG);
       await expectText(page.locator('#settings-error'), /https:\/\//);
       await page.getByLabel('Forward URL (optional)').fill(`${rx.url}/hook`);
       await page.getByLabel('Name').fill('Stripe <b>test</b> renamed');
-      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
       await page.getByText('Saved.').waitFor(LONG);
       const ep = (await api('GET', `/endpoints/${endpointId}`)).json.data;
       assert.equal(ep.forward_url, `${rx.url}/hook`);
