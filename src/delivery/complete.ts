@@ -103,8 +103,6 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
       col((o) => o.delivery.leaseId),
       node,
     ],
-    // prepared once per connection: parsing and planning this statement cost more than running it for a small group
-    { name: incidents ? 'weir_complete_incidents' : 'weir_complete' },
   );
   return new Set(rows.map((r) => r.id));
 }
