@@ -25,17 +25,7 @@ export async function announceForwardFailures(tx: Queryable, failureIds: readonl
        from incident_failures where id = any($1::uuid[]) order by id`,
     [failureIds],
   );
-  return emitEvents(
-    tx,
-    'request.forward_failed',
-    rows.map((f) => ({
-      organizationId: f.organization_id,
-      type: 'request.forward_failed',
-      endpointId: f.endpoint_id,
-      sourceId: f.id,
-      data: () => ({ object: { ...presentFailure(f), delivery_id: f.delivery_id, destination_type: f.destination_type, incident_id: f.incident_id } }),
-    })),
-  );
+  return announce(tx, rows.map((f) => ({ failure: f, deliveryId: f.delivery_id, sourceId: f.id })));
 }
 
 /**
@@ -56,15 +46,22 @@ export async function announceReplayFailures(tx: Queryable, batchId: string): Pr
       order by d.id`,
     [batchId],
   );
+  return announce(tx, rows.map((f) => ({ failure: f, deliveryId: f.replay_delivery_id, sourceId: f.replay_delivery_id })));
+}
+
+type AnnouncedFailure = FailureRow & { incident_id: string; destination_type: string };
+
+/** One request.forward_failed per episode: the failure as the API shows it, with the delivery it is about; `sourceId` makes it once only. */
+function announce(tx: Queryable, episodes: Array<{ failure: AnnouncedFailure; deliveryId: string; sourceId: string }>): Promise<number> {
   return emitEvents(
     tx,
     'request.forward_failed',
-    rows.map((f) => ({
+    episodes.map(({ failure: f, deliveryId, sourceId }) => ({
       organizationId: f.organization_id,
       type: 'request.forward_failed',
       endpointId: f.endpoint_id,
-      sourceId: f.replay_delivery_id,
-      data: () => ({ object: { ...presentFailure(f), delivery_id: f.replay_delivery_id, destination_type: f.destination_type, incident_id: f.incident_id } }),
+      sourceId,
+      data: () => ({ object: { ...presentFailure(f), delivery_id: deliveryId, destination_type: f.destination_type, incident_id: f.incident_id } }),
     })),
   );
 }
