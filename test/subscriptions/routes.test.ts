@@ -66,7 +66,9 @@ describe('subscriptions API', () => {
       const real = await call(t.app, 'GET', `/v1/subscriptions/sample/${endpoint.id}`, { key: s.key });
       assert.equal(real.json.data.sample, false);
       const api = await call(t.app, 'GET', `/v1/requests/${latest.id}`, { key: s.key });
-      assert.deepEqual(real.json.data.data.object, api.json.data);
+      // as in request.captured itself: the API's delivery summary is where forwarding stands now, not part of what was captured
+      const { delivery: _now, ...captured } = api.json.data;
+      assert.deepEqual(real.json.data.data.object, captured);
     });
 
     it('answers the incident sample and the recent incidents', async () => {
