@@ -23,9 +23,12 @@ if (files.length === 0) {
   process.exit(1);
 }
 const reporter = process.env.TEST_REPORTER ?? 'spec';
+// A test that hangs fails after this long instead of holding the whole run
+// (and CI's time limit) hostage; the slowest test takes about a minute.
+const timeoutMs = Number(process.env.WEIR_TEST_TIMEOUT_MS ?? 600_000);
 const res = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-reporter=${reporter}`, '--test-concurrency=1', ...files],
+  ['--import', 'tsx', '--test', `--test-reporter=${reporter}`, '--test-concurrency=1', '--test-force-exit', `--test-timeout=${timeoutMs}`, ...files],
   { stdio: 'inherit', env: process.env },
 );
 process.exit(res.status ?? 1);

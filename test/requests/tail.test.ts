@@ -163,9 +163,23 @@ describe('live tail over Server-Sent Events', () => {
     }
   });
 
-  it('closes an open stream with a final event when its key is revoked, and when its scope stops allowing requests:read', async () => {
-    for (const change of ['revoke', 'scope'] as const) {
-      const made = await http(a.base, 'POST', '/v1/api-keys', { token: key, body: { name: `tail ${change}`, access_mode: 'custom', scopes: ['requests:read'] } });
+  it('closes an open stream with a final event when its key is revoked, expires, loses requests:read, or its owner is deactivated', async () => {
+    for (const change of ['revoke', 'scope', 'expire', 'deactivate'] as const) {
+      let owner: string | undefined;
+      if (change === 'deactivate') {
+        const member = await http(a.base, 'POST', '/v1/members', { token: key, body: { email: `tail-${Date.now()}@example.com`, role: 'developer' } });
+        assert.equal(member.status, 201, JSON.stringify(member.json));
+        owner = member.json.data.id;
+      }
+      const body = {
+        name: `tail ${change}`,
+        access_mode: 'custom',
+        scopes: ['requests:read'],
+        // the stream is open well before this; its close comes from the expiry itself, not a periodic check
+        ...(change === 'expire' ? { expires_at: new Date(Date.now() + 5_000).toISOString() } : {}),
+        ...(owner ? { member_id: owner } : {}),
+      };
+      const made = await http(a.base, 'POST', '/v1/api-keys', { token: key, body });
       assert.equal(made.status, 201, JSON.stringify(made.json));
       const sse = await openSse(streamUrl(b), made.json.data.key);
       try {
@@ -174,12 +188,16 @@ describe('live tail over Server-Sent Events', () => {
         const r =
           change === 'revoke'
             ? await http(a.base, 'DELETE', `/v1/api-keys/${made.json.data.id}`, { token: key })
-            : await http(a.base, 'PATCH', `/v1/api-keys/${made.json.data.id}`, { token: key, body: { access_mode: 'custom', scopes: ['endpoints:read'] } });
-        assert.ok(r.status === 204 || r.status === 200, JSON.stringify(r.json));
-        await within(sse.ended, 70_000, 'end of the stream');
+            : change === 'scope'
+              ? await http(a.base, 'PATCH', `/v1/api-keys/${made.json.data.id}`, { token: key, body: { access_mode: 'custom', scopes: ['endpoints:read'] } })
+              : change === 'deactivate'
+                ? await http(a.base, 'PATCH', `/v1/members/${owner}`, { token: key, body: { active: false } })
+                : undefined;
+        if (r) assert.ok(r.status === 204 || r.status === 200, JSON.stringify(r.json));
+        await within(sse.ended, 70_000, `end of the stream (${change})`);
         const last = sse.events[sse.events.length - 1];
-        assert.equal(last?.event, 'closed');
-        assert.equal(JSON.parse(last.data).error.code, change === 'revoke' ? 'unauthorized' : 'forbidden');
+        assert.equal(last?.event, 'closed', change);
+        assert.equal(JSON.parse(last.data).error.code, change === 'scope' ? 'forbidden' : 'unauthorized', change);
       } finally {
         sse.close();
       }
