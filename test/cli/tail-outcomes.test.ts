@@ -98,9 +98,12 @@ describe('weir tail: event types and forward outcomes', () => {
       assert.equal(stopped.final, false);
       assert.equal(stopped.status, 'retrying');
 
+      // Ctrl-C ends both, promptly: every wait here has a deadline
       for (const t of [json, text]) t.child.kill('SIGINT');
-      assert.equal(await json.exited, 0);
-      assert.equal(await text.exited, 0);
+      const exit = (t: typeof json) =>
+        Promise.race([t.exited, new Promise((_, reject) => setTimeout(() => reject(new Error('weir tail did not exit on SIGINT')), 15_000).unref())]);
+      assert.equal(await exit(json), 0);
+      assert.equal(await exit(text), 0);
     } finally {
       json.child.kill('SIGKILL');
       text.child.kill('SIGKILL');

@@ -18,7 +18,12 @@ function line(r: any, type: string | undefined): string {
 export async function tail(api: WeirApi, endpointId: string, io: Io, json: boolean, watchMs = 60_000): Promise<void> {
   const abort = new AbortController();
   const outcomes = new OutcomeWatcher(api, io, json, watchMs, abort.signal);
-  const stop = () => abort.abort();
+  const stop = () => {
+    abort.abort();
+    // Ctrl-C always ends the command: should anything still hold the event
+    // loop (a stream whose abort never reached its socket), leave anyway
+    setTimeout(() => process.exit(0), 3000).unref();
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   let lastId: string | undefined;
@@ -53,29 +58,41 @@ export async function tail(api: WeirApi, endpointId: string, io: Io, json: boole
     if (!lastId && !json) io.err(`Following ${endpointId} (Ctrl-C stops)\n`);
     const decoder = new TextDecoder();
     let buf = '';
-    for await (const chunk of res.body) {
-      buf += decoder.decode(chunk as Uint8Array, { stream: true });
-      let cut;
-      while ((cut = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
-        const fields = new Map<string, string>();
-        for (const l of block.split('\n')) {
-          const at = l.indexOf(': ');
-          if (at > 0) fields.set(l.slice(0, at), l.slice(at + 2));
-        }
-        if (fields.get('event') === 'request') {
-          const r = JSON.parse(fields.get('data') ?? '{}');
-          lastId = fields.get('id');
-          const type = await eventType(api, r, abort.signal);
-          io.out(json ? JSON.stringify({ ...r, event_type: type ?? null }) + '\n' : line(r, type) + '\n');
-          outcomes.add(r.id);
-        } else if (fields.get('event') === 'overflow') {
-          io.err('weir: fell behind the stream; resuming after the last capture shown\n');
-        } else if (block === ': live' && json) {
-          io.out(JSON.stringify({ event: 'live', endpoint_id: endpointId }) + '\n');
+    // read by hand, and cancel the read on abort: the stream is never idle
+    // (heartbeats), so it must not depend on the fetch's own abort reaching it
+    const reader = res.body.getReader();
+    const cancel = () => void reader.cancel().catch(() => {});
+    abort.signal.addEventListener('abort', cancel, { once: true });
+    try {
+      for (;;) {
+        const { value: chunk, done } = await reader.read();
+        if (done || abort.signal.aborted) return;
+        buf += decoder.decode(chunk as Uint8Array, { stream: true });
+        let cut;
+        while ((cut = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          const fields = new Map<string, string>();
+          for (const l of block.split('\n')) {
+            const at = l.indexOf(': ');
+            if (at > 0) fields.set(l.slice(0, at), l.slice(at + 2));
+          }
+          if (fields.get('event') === 'request') {
+            const r = JSON.parse(fields.get('data') ?? '{}');
+            lastId = fields.get('id');
+            const type = await eventType(api, r, abort.signal);
+            io.out(json ? JSON.stringify({ ...r, event_type: type ?? null }) + '\n' : line(r, type) + '\n');
+            outcomes.add(r.id);
+          } else if (fields.get('event') === 'overflow') {
+            io.err('weir: fell behind the stream; resuming after the last capture shown\n');
+          } else if (block === ': live' && json) {
+            io.out(JSON.stringify({ event: 'live', endpoint_id: endpointId }) + '\n');
+          }
         }
       }
+    } finally {
+      abort.signal.removeEventListener('abort', cancel);
+      cancel();
     }
   }
 }
