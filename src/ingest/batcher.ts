@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { sqlState, type Db } from '../db/db.ts';
 import type { IngestMetrics } from '../metrics/metrics.ts';
 import type { Capture } from '../requests/captures.ts';
+import { announceLateCaptures, LATE_NOTICE_MS } from '../requests/late-captures.ts';
 import { storeCaptures, type StoreOutcome } from './store.ts';
 
 export type { StoreOutcome } from './store.ts';
@@ -183,9 +184,31 @@ export class CaptureBatcher {
     });
   }
 
+  /**
+   * A group that took longer than LATE_NOTICE_MS from its first arrival to
+   * its commit is announced to every node's live tail before anyone in it is
+   * answered (src/requests/late-captures.ts). Should the notice fail, the
+   * captures are stored all the same and are answered: forwarding a retried
+   * duplicate would cost more than a capture the live tail does not show
+   * (the list API has it).
+   */
+  private async noticeIfLate(batch: Pending[], outcomes: StoreOutcome[]): Promise<void> {
+    let oldest = Infinity;
+    for (const p of batch) oldest = Math.min(oldest, p.capture.received_at.getTime());
+    if (Date.now() - oldest <= LATE_NOTICE_MS) return;
+    const late = batch.filter((_, i) => outcomes[i] === 'stored').map((p) => p.capture);
+    try {
+      await announceLateCaptures(this.db, late);
+      this.logger?.warn({ rows: late.length, ms: Date.now() - oldest }, 'a capture group committed late; the live tail was told');
+    } catch (err) {
+      this.logger?.error({ err, rows: late.length }, 'a capture group committed late and the live tail could not be told; the list API has them');
+    }
+  }
+
   private async commit(batch: Pending[]): Promise<Array<{ ok: true; outcome: StoreOutcome } | { ok: false; error: unknown }>> {
     try {
       const outcomes = await storeCaptures(this.db, batch.map((p) => p.capture));
+      await this.noticeIfLate(batch, outcomes);
       return outcomes.map((outcome) => ({ ok: true, outcome }));
     } catch (error) {
       // A data or constraint error is about some row, not the database: retry

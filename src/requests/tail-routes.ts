@@ -51,8 +51,11 @@ export function tailRoutes(app: FastifyInstance, { db, config, logger, authentic
 
       reply.hijack();
       const raw = reply.raw;
-      // re-checked while open (TailAccess); the LISTENs start with the first stream
-      listening ??= access.start().catch((err) => logger.warn({ err }, 'live tail cannot listen for access changes; checking every 30 s only'));
+      // re-checked while open (TailAccess), told of late captures (TailHub); the LISTENs start with the first stream
+      listening ??= Promise.all([
+        access.start().catch((err) => logger.warn({ err }, 'live tail cannot listen for access changes; checking every 30 s only')),
+        hub.start().catch((err) => logger.warn({ err }, 'live tail cannot listen for late-capture notices; captures committed late are in the list API only')),
+      ]).then(() => {});
       await listening;
       let unwatch = () => {};
       const stream = new TailStream(raw, opts, () => {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import { idFloor, idTime, idTimestamp } from './capture-ids.ts';
 import type { CaptureSummary } from './captures.ts';
+import { LATE_CAPTURES_CHANNEL, parseLateNotice } from './late-captures.ts';
 
 const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
 
@@ -13,8 +14,9 @@ const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, qu
  * cursor (page after page: no cap), and about once a second compares the
  * ids of the last LATE_WINDOW_MS (an index-only read) with those pushed, to
  * push the late ones. A capture that became visible more than this after
- * it arrived is not pushed (it is in the list API); ingest commits a group
- * in milliseconds.
+ * it arrived is pushed when the node that stored it says so: a group that
+ * committed more than LATE_NOTICE_MS after it arrived is announced on
+ * LATE_CAPTURES_CHANNEL before it is acknowledged (late-captures.ts).
  */
 export const LATE_WINDOW_MS = 10_000;
 const PAGE = 2_000;
@@ -41,8 +43,10 @@ export interface TailSubscriber {
 
 interface Watched {
   subscribers: Set<TailSubscriber>;
-  /** Ids pushed (or there when the endpoint was first looked at) within the late window, with their time. */
+  /** Ids pushed (or there when the endpoint was first looked at) in the last LATE_WINDOW_MS, with when. */
   seen: Map<string, number>;
+  /** Ids a late-capture notice named, to read on the next look. */
+  noticed: Set<string>;
   /** The highest id pushed: the next look reads after it. */
   cursor: string | null;
   /** The first look only records what is already there: a new subscriber is told about captures from then on. */
@@ -71,6 +75,7 @@ export class TailHub {
   private looking: Promise<void> | undefined;
   private stopped = false;
   private looks = 0;
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly db: Db,
@@ -89,7 +94,7 @@ export class TailHub {
     if (!w) {
       let onPrimed!: () => void;
       const ready = new Promise<void>((resolve) => (onPrimed = resolve));
-      this.watched.set(sub.endpointId, (w = { subscribers: new Set(), seen: new Map(), cursor: null, primed: false, ready, onPrimed }));
+      this.watched.set(sub.endpointId, (w = { subscribers: new Set(), seen: new Map(), noticed: new Set(), cursor: null, primed: false, ready, onPrimed }));
     }
     const entry = w;
     entry.subscribers.add(sub);
@@ -103,9 +108,33 @@ export class TailHub {
     };
   }
 
+  /** Listens for late-capture notices from every node (late-captures.ts). */
+  async start(): Promise<void> {
+    const unlisten = await this.db.listen(
+      LATE_CAPTURES_CHANNEL,
+      (payload) => this.noticed(payload),
+      () => this.logger.warn('live tail: the notice connection was re-established; a capture that committed late meanwhile may not be shown live'),
+    );
+    if (this.stopped) await unlisten();
+    else this.unlisten = unlisten;
+  }
+
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    void this.unlisten?.().catch(() => {});
+    this.unlisten = undefined;
+  }
+
+  private noticed(payload: string): void {
+    let any = false;
+    for (const c of parseLateNotice(payload)) {
+      const w = this.watched.get(c.endpoint_id);
+      if (!w || w.seen.has(c.id)) continue;
+      w.noticed.add(c.id);
+      any = true;
+    }
+    if (any) this.schedule();
   }
 
   private schedule(): void {
@@ -123,8 +152,11 @@ export class TailHub {
   }
 
   private deliver(w: Watched, row: CaptureSummary): void {
+    w.noticed.delete(row.id);
     if (w.seen.has(row.id)) return;
-    w.seen.set(row.id, idTime(row.id));
+    // kept LATE_WINDOW_MS from now (not from the id's time): a late capture pushed by
+    // a notice is still known when the periodic late check reads it too
+    w.seen.set(row.id, Date.now());
     if (!w.primed) return;
     for (const sub of w.subscribers) if (sub.organizationId === row.organization_id) sub.push(row);
   }
@@ -154,6 +186,21 @@ export class TailHub {
           for (const row of rows) this.deliver(looked.get(row.endpoint_id)!, row);
         }
       }
+    }
+    // captures a node announced as late: read by id, whatever their age
+    const noticed = [...looked.values()].flatMap((w) => (w.primed ? [...w.noticed] : []));
+    if (noticed.length > 0) {
+      const oldest = noticed.reduce((a, b) => (a < b ? a : b));
+      const { rows } = await this.db.query<CaptureSummary>(
+        `select ${SUMMARY} from captured_requests where id = any($1::uuid[]) and received_at >= $2::timestamptz order by id`,
+        [noticed, new Date(idTime(oldest) - 1).toISOString()],
+      );
+      for (const row of rows) {
+        const w = looked.get(row.endpoint_id);
+        if (w) this.deliver(w, row);
+      }
+      // a noticed id not found (deleted, or another organization's endpoint id) is not looked for again
+      for (const w of looked.values()) for (const id of noticed) w.noticed.delete(id);
     }
     // then everything past each cursor, page after page
     let open = [...looked.entries()];

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { Writable } from 'node:stream';
+import pg from 'pg';
 import pino from 'pino';
-import { capturesAfter, TailHub } from '../../src/requests/tail.ts';
+import { newId } from '../../src/db/ids.ts';
+import { announceLateCaptures } from '../../src/requests/late-captures.ts';
+import { capturesAfter, LATE_WINDOW_MS, TailHub } from '../../src/requests/tail.ts';
 import { TailStream } from '../../src/requests/tail-stream.ts';
 import { seedOrg } from '../helpers/app.ts';
 import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
@@ -204,6 +207,28 @@ describe('live tail over Server-Sent Events', () => {
     }
   });
 
+  it('shows a capture whose commit was held well past the late window, once it is acknowledged', { skip: !onPostgres && 'PostgreSQL only: holding a commit needs a second connection' }, async () => {
+    const sse = await openSse(streamUrl(b), key);
+    const blocker = new pg.Client({ connectionString: store.env.DATABASE_URL });
+    await blocker.connect();
+    try {
+      await within(sse.waitForComment('live'), 20_000, 'live comment');
+      // a stalled database, as ingest sees it: the capture statement waits on this lock
+      await blocker.query('begin');
+      await blocker.query('lock table captured_requests in share mode');
+      const sent = capture(a, endpoint.slug, '{"held":true}');
+      const held = 12_000; // more than the tail's late window (10 s)
+      await new Promise((r) => setTimeout(r, held));
+      await blocker.query('commit');
+      const id = await sent;
+      const events = await within(sse.waitForEvents(1), 20_000, 'the held capture');
+      assert.equal(events[0].id, id);
+    } finally {
+      await blocker.end().catch(() => {});
+      sse.close();
+    }
+  });
+
   it('closes an open stream with a final event when its endpoint is deleted', async () => {
     const ep = await http(a.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'deleted while tailed' } });
     assert.equal(ep.status, 201);
@@ -222,7 +247,7 @@ describe('live tail over Server-Sent Events', () => {
   });
 });
 
-describe('a live-tail client that does not read', () => {
+describe('the live tail hub', () => {
   let t: TestDb;
   before(async () => {
     t = await openTestDb();
@@ -265,5 +290,42 @@ describe('a live-tail client that does not read', () => {
     // what it missed is still readable after the last event it got
     const rest = await capturesAfter(t.db, org.id, ep.id, sent[sent.length - 1]);
     assert.deepEqual(rest.map((c) => c.id), ids.slice(sent.length));
+  });
+
+  it('pushes a capture that committed long after it arrived once a late-capture notice names it, exactly once', async () => {
+    const { org } = await seedOrg(t.db);
+    const ep = await insertEndpoint(t.db, org.id);
+    const hub = new TailHub(t.db, pino({ level: 'silent' }), 20);
+    await hub.start();
+    const pushed: string[] = [];
+    const sub = hub.subscribe({ organizationId: org.id, endpointId: ep.id, push: (c) => pushed.push(c.id) });
+    try {
+      await sub.ready;
+      const waitFor = async (what: string, ok: () => boolean) => {
+        for (const deadline = Date.now() + 20_000; !ok(); await new Promise((r) => setTimeout(r, 20))) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; pushed ${pushed.join(',')}`);
+        }
+      };
+      const [fresh] = await insertCaptures(t.db, ep, [{ body: '{"fresh":1}' }]);
+      await waitFor('the fresh capture', () => pushed.includes(fresh.id));
+      // arrived well before the late window, visible only now: what a stalled commit looks like
+      const arrived = (Date.now() - 3 * LATE_WINDOW_MS).toString(16).padStart(12, '0');
+      const lateId = `${arrived.slice(0, 8)}-${arrived.slice(8)}${newId().slice(13)}`;
+      const [late] = await insertCaptures(t.db, ep, [{ id: lateId, body: '{"late":1}' }]);
+      const [after] = await insertCaptures(t.db, ep, [{ body: '{"after":1}' }]);
+      await waitFor('the capture after it', () => pushed.includes(after.id));
+      // several looks, including late checks, pass it over: without a notice it would never be shown
+      await new Promise((r) => setTimeout(r, 300));
+      assert.ok(!pushed.includes(late.id), 'a capture older than the late window is found only through a notice');
+      await announceLateCaptures(t.db, [{ id: late.id, endpoint_id: ep.id }]);
+      await waitFor('the late capture', () => pushed.includes(late.id));
+      // the same notice again (two nodes, or a retry) and the periodic checks push nothing twice
+      await announceLateCaptures(t.db, [{ id: late.id, endpoint_id: ep.id }, { id: fresh.id, endpoint_id: ep.id }]);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(pushed, [fresh.id, after.id, late.id]);
+    } finally {
+      sub.unsubscribe();
+      hub.stop();
+    }
   });
 });
