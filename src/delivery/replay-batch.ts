@@ -139,18 +139,18 @@ export async function succeededSince(
 ): Promise<boolean> {
   const floor = idFloor(since.getTime() - 3_600_000);
   const { rows } = target.forwardDestinationId
-    ? await db.query(
-        `select 1 from deliveries
-          where forward_destination_id = $1::uuid and id >= $2::uuid and status = 'succeeded' and last_attempt_at > $3
-          limit 1`,
-        [target.forwardDestinationId, floor, since.toISOString()],
-      )
-    : await db.query(
-        `select 1 from deliveries
-          where endpoint_id = any($1::uuid[]) and forward_destination_id is null and url = $2
-            and id >= $3::uuid and status = 'succeeded' and last_attempt_at > $4
-          limit 1`,
-        [target.endpointIds, target.url, floor, since.toISOString()],
-      );
+    ? await db.query(DESTINATION_SUCCEEDED_SINCE, [target.forwardDestinationId, floor, since.toISOString()])
+    : await db.query(FORWARD_URL_SUCCEEDED_SINCE, [target.endpointIds, target.url, floor, since.toISOString()]);
   return rows.length > 0;
 }
+
+/** succeededSince for a forward destination: a range of deliveries_destination (forward_destination_id, id). */
+export const DESTINATION_SUCCEEDED_SINCE = `select 1 from deliveries
+  where forward_destination_id = $1::uuid and id >= $2::uuid and status = 'succeeded' and last_attempt_at > $3
+  limit 1`;
+
+/** succeededSince for an endpoint's forward_url: a range of deliveries_endpoint (endpoint_id, id), never the whole history. */
+export const FORWARD_URL_SUCCEEDED_SINCE = `select 1 from deliveries
+  where endpoint_id = any($1::uuid[]) and forward_destination_id is null and url = $2
+    and id >= $3::uuid and status = 'succeeded' and last_attempt_at > $4
+  limit 1`;

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { idFloor } from '../../src/db/ids.ts';
 import { maintainTables } from '../../src/db/table-maintenance.ts';
+import { FORWARD_URL_SUCCEEDED_SINCE, succeededSince } from '../../src/delivery/replay-batch.ts';
 import { createEndpoint } from '../../src/endpoints/endpoints.ts';
 import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
 import { capturePageStatement, withIndexPlan, type CaptureFilters } from '../../src/requests/captures.ts';
@@ -82,5 +84,32 @@ describe('capture page plans', () => {
       assert.match(plan, /Index Scan Backward using captured_requests_p\w+_(endpoint_id_id_idx|pkey)/, plan);
       assert.doesNotMatch(plan, /Sort\b(?! Key)|Bitmap|Seq Scan/, plan);
     }
+  });
+});
+
+describe('the forward_url recovery check', () => {
+  it('reads a range of the endpoint index bounded by the id floor, not the endpoint\'s whole delivery history', async () => {
+    // 20,000 old succeeded deliveries of the forward_url: the history it must not walk
+    await t.db.query(
+      `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id, destination_type, url, status, last_attempt_at)
+       select ('00000000-' || lpad(to_hex(g), 4, '0') || '-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1::uuid,
+              gen_random_uuid(), now(), $2::uuid, 'https', 'https://example.com/hook', 'succeeded', now() - interval '2 days'
+         from generate_series(1, 20000) g`,
+      [e.organization_id, e.id],
+    );
+    const since = new Date(Date.now() - 60_000);
+    const { rows } = await t.db.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${FORWARD_URL_SUCCEEDED_SINCE}`, [
+      [e.id],
+      'https://example.com/hook',
+      idFloor(since.getTime() - 3_600_000),
+      since.toISOString(),
+    ]);
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    assert.match(plan, /Index Scan (using|on) deliveries_endpoint/, plan);
+    // the id bound is part of the index condition, so none of the old rows is read
+    assert.match(plan, /Index Cond: \(\(endpoint_id = ANY \(.*\)\) AND \(id >= .*\)\)/, plan);
+    assert.doesNotMatch(plan, /Seq Scan/, plan);
+    assert.doesNotMatch(plan, /Rows Removed by Filter: \d{3,}/, plan);
+    assert.equal(await succeededSince(t.db, { forwardDestinationId: null, url: 'https://example.com/hook', endpointIds: [e.id] }, since), false);
   });
 });
