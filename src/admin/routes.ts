@@ -6,7 +6,7 @@ import { listAudit } from '../auth/audit.ts';
 import { parseBearer } from '../auth/authenticate.ts';
 import type { Role } from '../auth/permissions.ts';
 import { keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from '../auth/present.ts';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, conflict, notFound, planLimit, unauthorized } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
