@@ -4,7 +4,7 @@ import { Authenticator } from '../../src/auth/authenticate.ts';
 import type { Db } from '../../src/db/db.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { RouteModule } from '../../src/http/deps.ts';
-import type { RouteAuth } from '../../src/http/route-auth.ts';
+import type { RouteAuth } from '../../src/auth/route-access.ts';
 import { routeModules } from '../../src/routes.ts';
 import { testConfig } from './app.ts';
 
