@@ -102,6 +102,33 @@ function cycles(graph) {
   return found;
 }
 
+/**
+ * One shortest cycle through the first file of a component, as a path
+ * (a -> b -> a): a component can hold dozens of files, and one concrete loop
+ * says which import to cut.
+ */
+function loopThrough(graph, scc) {
+  const inside = new Set(scc);
+  const start = scc[0];
+  const previous = new Map([[start, null]]);
+  const queue = [start];
+  while (queue.length > 0) {
+    const v = queue.shift();
+    for (const w of graph.get(v) ?? []) {
+      if (w === start) {
+        const path = [start];
+        for (let u = v; u !== start; u = previous.get(u)) path.splice(1, 0, u);
+        return [...path, start];
+      }
+      if (inside.has(w) && !previous.has(w)) {
+        previous.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  return scc;
+}
+
 function main() {
   const graph = new Map();
   for (const file of sourceFiles(SRC)) {
@@ -121,7 +148,9 @@ function main() {
   }
   if (loops.length > 0) {
     console.log(`${loops.length} import cycle(s) among src files:`);
-    for (const scc of loops) console.log(`  ${scc.map((p) => `src/${p}`).join(', ')}`);
+    for (const scc of loops) {
+      console.log(`  ${scc.length} files, e.g. ${loopThrough(graph, scc).map((p) => `src/${p}`).join(' -> ')}`);
+    }
   }
   if (upward.length > 0 || loops.length > 0) process.exit(1);
   console.log(`layers: ${graph.size} files, imports run downward (${LAYERS.join(' < ')}), no cycles`);
