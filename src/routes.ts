@@ -5,7 +5,7 @@ import { dashboardRoutes } from './dashboard/routes.ts';
 import { destinationRoutes } from './destinations/routes.ts';
 import { deliveryRoutes } from './delivery/routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
-import type { RouteModule } from './http/app.ts';
+import type { RouteModule } from './http/deps.ts';
 import { incidentRoutes } from './incidents/routes.ts';
 import { metricsRoutes } from './metrics/routes.ts';
 import { memberRoutes } from './orgs/routes.ts';

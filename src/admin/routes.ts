@@ -1,12 +1,11 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { AGENT_ENVIRONMENTS, AGENT_NAME_MAX, enrollAgent, type AgentEnvironment } from '../agents/agents.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.ts';
 import { listAudit } from '../auth/audit.ts';
-import { parseBearer } from '../auth/authenticate.ts';
+import { adminTokenMatches } from '../auth/operator-token.ts';
 import type { Role } from '../auth/permissions.ts';
 import { keyCreateSchema, parseExpiry, presentApiKey, type KeyCreateBody } from '../auth/present.ts';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, conflict, notFound, planLimit, unauthorized } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
@@ -18,16 +17,6 @@ import { checkedEmail, memberOrThrow } from '../orgs/routes.ts';
 import { adminResponses as R } from './responses.ts';
 
 const OPERATOR = { type: 'operator' } as const;
-
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
-}
-
-/** Constant-time comparison of the presented token with WEIR_ADMIN_TOKEN (hashing first equalises lengths). */
-export function adminTokenMatches(header: string | undefined, expected: string): boolean {
-  const given = parseBearer(header);
-  return given !== undefined && timingSafeEqual(digest(given), digest(expected));
-}
 
 /**
  * The operator API (/admin/v1): what a SaaS operator or billing system owns.

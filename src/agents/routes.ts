@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Actor } from '../auth/audit.ts';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, conflict, notFound, planLimit } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId, uuidSchema } from '../http/schemas.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, notFound, planLimit } from '../http/errors.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { endpointResponses as R } from './responses.ts';

@@ -2,31 +2,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Logger } from 'pino';
-import type { Authenticator } from '../auth/authenticate.ts';
-import type { Config } from '../config.ts';
-import type { Db } from '../db/db.ts';
-import type { WeirMetrics } from '../metrics/metrics.ts';
+import type { AppDeps, RouteModule } from './deps.ts';
 import { ApiError, errorBody, serviceUnavailable, type ErrorBody } from './errors.ts';
 import { installInputGuard } from './input-guard.ts';
 import { openApiRoutes, registerOpenApi } from './openapi.ts';
 import { WeirLogController } from './request-logging.ts';
 import { installRouteAuth } from './route-auth.ts';
 import { describeValidationError, validatorCompiler } from './validation.ts';
-
-/** What route modules get: the database, settings and shared services. Passed in, never imported. */
-export interface AppDeps {
-  db: Db;
-  config: Config;
-  authenticator: Authenticator;
-  logger: Logger;
-  /** The {base_url} and {ingest_url} written into responses; known once the listeners are bound. */
-  urls: { publicUrl: string; ingestUrl: string };
-  /** Absent when metrics are off (WEIR_METRICS=0). */
-  metrics?: WeirMetrics;
-}
-
-export type RouteModule = (app: FastifyInstance, deps: AppDeps) => void | Promise<void>;
 
 const API_BODY_LIMIT = 1024 * 1024;
 

@@ -2,10 +2,10 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { PERMISSIONS } from '../auth/permissions.ts';
+import type { RouteAuth } from '../auth/route-access.ts';
 import { webhooksObject } from '../subscriptions/webhook-schemas.ts';
 import { OPERATIONS, TAGS } from './operations.ts';
 import { errorEnvelopeSchema } from './responses.ts';
-import type { RouteAuth } from './route-auth.ts';
 
 export { errorEnvelopeSchema };
 

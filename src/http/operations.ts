@@ -9,7 +9,7 @@
  * fails; `requestExample` and `responseExample` are checked against the
  * route's schemas there, and a JSON success answer without any example fails it.
  */
-import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
+import { EXAMPLE_CAPTURE } from '../requests/example.ts';
 import * as EX from './operation-examples.ts';
 
 export interface OperationInfo {

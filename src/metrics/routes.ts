@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { errorBody } from '../http/errors.ts';
 import { scrapeMetrics } from './scrape.ts';
 

@@ -1,4 +1,4 @@
-import { adminTokenMatches } from '../admin/routes.ts';
+import { adminTokenMatches } from '../auth/operator-token.ts';
 import type { Config } from '../config.ts';
 import { errorBody, type ErrorBody } from '../http/errors.ts';
 import type { WeirMetrics } from './metrics.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { grantProblem } from '../auth/grants.ts';
 import type { Role } from '../auth/permissions.ts';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';

@@ -35,7 +35,12 @@ export async function deleteEndpointCaptures(tx: Queryable, endpointId: string):
   return res.rowCount;
 }
 
-const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
+/**
+ * The columns of a CaptureSummary: every column but the body. The one list
+ * for each read that leaves the body out (the capture pages here, the live
+ * tail in tail.ts), so a column added to captures is added to all of them.
+ */
+export const CAPTURE_SUMMARY_COLUMNS = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
 
 /**
  * One capture of an organization. received_at is derived from the id, so the
@@ -45,7 +50,7 @@ export async function getCapture(db: Queryable, organizationId: string, id: stri
   // The body comes back as hex text: PGlite's bytea parser costs one
   // parseInt per byte (seconds for 10 MiB).
   const { rows } = await db.query<CaptureSummary & { body_hex: string }>(
-    `select ${SUMMARY}, encode(body, 'hex') as body_hex from captured_requests
+    `select ${CAPTURE_SUMMARY_COLUMNS}, encode(body, 'hex') as body_hex from captured_requests
       where id = $1::uuid and received_at = $2::timestamptz and organization_id = $3::uuid`,
     [id, idTimestamp(id), organizationId],
   );
@@ -115,7 +120,7 @@ export function capturePageStatement(organizationId: string, endpointId: string,
   }
   // qualified: the state's subquery reads deliveries, which has an id and organization_id too
   if (f.deliveryStatus) where.push(`${captureDeliveryStateSql('captured_requests.id', 'captured_requests.organization_id')} = ${p(f.deliveryStatus)}`);
-  return { text: `select ${SUMMARY} from captured_requests where ${where.join(' and ')} order by id desc limit ${p(f.limit + 1)}`, params };
+  return { text: `select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests where ${where.join(' and ')} order by id desc limit ${p(f.limit + 1)}`, params };
 }
 
 /**
@@ -142,7 +147,7 @@ export function withIndexPlan<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Pro
 export async function capturesByIds(db: Queryable, ids: readonly string[], from: Date, to: Date): Promise<Capture[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query<CaptureSummary & { body_hex: string }>(
-    `select ${SUMMARY}, encode(body, 'hex') as body_hex from captured_requests
+    `select ${CAPTURE_SUMMARY_COLUMNS}, encode(body, 'hex') as body_hex from captured_requests
       where id = any($1::uuid[]) and received_at >= $2::timestamptz and received_at <= $3::timestamptz
       order by id`,
     [ids, new Date(from).toISOString(), new Date(to).toISOString()],

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CAPTURE_DELIVERY_STATES, deliverySummaries, type CaptureDeliveryState } from '../delivery/summary.ts';
 import { getEndpoint } from '../endpoints/endpoints.ts';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';

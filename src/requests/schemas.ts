@@ -6,31 +6,9 @@
  * test/http/openapi-answers.test.ts compares every answer with JSON.stringify's.
  */
 import { CAPTURE_DELIVERY_STATES } from '../delivery/summary.ts';
+import { EXAMPLE_CAPTURE } from './example.ts';
 
 const nullableString = { type: ['string', 'null'] } as const;
-
-/**
- * The capture the document shows as an example, and the one a
- * request.captured sample sends when an endpoint has captured nothing yet
- * (src/subscriptions/samples.ts, docs/subscriptions.md).
- */
-export const EXAMPLE_CAPTURE = {
-  id: '0190a3c2-5b1e-7c4d-8e2f-3a4b5c6d7e8f',
-  endpoint_id: '0193a8c2-4e1f-7a3b-9c2d-5e6f7a8b9c0d',
-  received_at: '2026-01-01T00:00:00.000Z',
-  method: 'POST',
-  path: '/stripe',
-  query: '',
-  headers: [
-    { name: 'Content-Type', value: 'application/json' },
-    { name: 'Stripe-Signature', value: 't=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd' },
-  ],
-  content_type: 'application/json',
-  body_size: 56,
-  source_ip: '203.0.113.7',
-  body: '{"id":"evt_1","type":"payment_intent.succeeded","data":{}}',
-  body_encoding: 'utf8',
-};
 
 /** Where the capture's forwarding stands (src/delivery/summary.ts); on the list and one capture, not on live-tail or event payloads. */
 const deliverySummarySchema = {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { AUTH_CHANNEL, type Authenticator } from '../auth/authenticate.ts';
 import type { Db } from '../db/db.ts';
 import { ENDPOINTS_CHANNEL, getEndpoint } from '../endpoints/endpoints.ts';
-import { authorizationProblem, type RouteAuth } from '../http/route-auth.ts';
+import { authorizationProblem, type RouteAuth } from '../auth/route-access.ts';
 import type { TailStream } from './tail-stream.ts';
 
 /** How often every open stream's access is checked again, whatever was announced. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { getEndpoint } from '../endpoints/endpoints.ts';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { isUuid } from '../db/ids.ts';

@@ -1,10 +1,8 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import { idFloor, idTime, idTimestamp } from './capture-ids.ts';
-import type { CaptureSummary } from './captures.ts';
+import { CAPTURE_SUMMARY_COLUMNS, type CaptureSummary } from './captures.ts';
 import { LATE_CAPTURES_CHANNEL, parseLateNotice } from './late-captures.ts';
-
-const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
 
 /**
  * How far back a look checks for captures that committed late: a capture's
@@ -26,7 +24,7 @@ const BACKLOG_PAGE = 500;
 /** Captures of an endpoint after `afterId`, oldest first: the backlog a reconnecting client missed. */
 export async function capturesAfter(db: Db, organizationId: string, endpointId: string, afterId: string, limit = BACKLOG_PAGE): Promise<CaptureSummary[]> {
   const { rows } = await db.query<CaptureSummary>(
-    `select ${SUMMARY} from captured_requests
+    `select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests
       where endpoint_id = $1::uuid and organization_id = $2::uuid and id > $3::uuid and received_at >= $4::timestamptz
       order by id limit $5`,
     [endpointId, organizationId, afterId, idTimestamp(afterId), limit],
@@ -180,7 +178,7 @@ export class TailHub {
         const missing = ids.filter((r) => !looked.get(r.endpoint_id)!.seen.has(r.id)).map((r) => r.id);
         if (missing.length > 0) {
           const { rows } = await this.db.query<CaptureSummary>(
-            `select ${SUMMARY} from captured_requests where id = any($1::uuid[]) and received_at >= $2::timestamptz order by id`,
+            `select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests where id = any($1::uuid[]) and received_at >= $2::timestamptz order by id`,
             [missing, new Date(since).toISOString()],
           );
           for (const row of rows) this.deliver(looked.get(row.endpoint_id)!, row);
@@ -192,7 +190,7 @@ export class TailHub {
     if (noticed.length > 0) {
       const oldest = noticed.reduce((a, b) => (a < b ? a : b));
       const { rows } = await this.db.query<CaptureSummary>(
-        `select ${SUMMARY} from captured_requests where id = any($1::uuid[]) and received_at >= $2::timestamptz order by id`,
+        `select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests where id = any($1::uuid[]) and received_at >= $2::timestamptz order by id`,
         [noticed, new Date(idTime(oldest) - 1).toISOString()],
       );
       for (const row of rows) {
@@ -207,7 +205,7 @@ export class TailHub {
     while (open.length > 0) {
       const { rows } = await this.db.query<CaptureSummary>(
         `select c.* from unnest($1::uuid[], $2::uuid[]) as w(endpoint_id, after)
-           cross join lateral (select ${SUMMARY} from captured_requests c
+           cross join lateral (select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests c
                                 where c.endpoint_id = w.endpoint_id and c.id > w.after and c.received_at >= $3::timestamptz
                                 order by c.id limit ${PAGE}) c
           order by c.id`,

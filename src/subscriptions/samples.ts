@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import { latestCapture } from '../requests/captures.ts';
 import { presentCapture } from '../requests/present.ts';
-import { EXAMPLE_CAPTURE } from '../requests/schemas.ts';
+import { EXAMPLE_CAPTURE } from '../requests/example.ts';
 import type { EventType } from './event-types.ts';
 
 /**

@@ -1,6 +1,7 @@
 import { failureSchema, incidentSchema, replayBatchSchema, updateSchema } from '../incidents/responses.ts';
 import { object, oneOfStrings, str, time, uuid, type JsonSchema } from '../http/responses.ts';
-import { captureSchema, EXAMPLE_CAPTURE } from '../requests/schemas.ts';
+import { EXAMPLE_CAPTURE } from '../requests/example.ts';
+import { captureSchema } from '../requests/schemas.ts';
 import { EVENT_TYPES, type EventType } from './event-types.ts';
 import { EXAMPLE_INCIDENT } from './samples.ts';
 

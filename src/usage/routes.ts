@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../http/app.ts';
+import type { AppDeps } from '../http/deps.ts';
 import { getUsage } from './usage.ts';
 import { usageResponses as R } from './responses.ts';
 

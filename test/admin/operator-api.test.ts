@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { adminTokenMatches } from '../../src/admin/routes.ts';
+import { adminTokenMatches } from '../../src/auth/operator-token.ts';
 import { ADMIN_TOKEN, buildTestApp, call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { assertErrorEnvelope } from '../http/envelope.ts';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { authRoutes } from '../../src/auth/routes.ts';
 import { SCOPES } from '../../src/auth/permissions.ts';
-import type { RouteAuth } from '../../src/http/route-auth.ts';
+import type { RouteAuth } from '../../src/auth/route-access.ts';
 import { memberRoutes } from '../../src/orgs/routes.ts';
 import { routeModules } from '../../src/routes.ts';
 import { addMemberWithKey, ADMIN_TOKEN, call, seedOrg, useTestApp } from '../helpers/app.ts';

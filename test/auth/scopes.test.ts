@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuthContext } from '../../src/auth/authenticate.ts';
 import { SCOPES, type Scope } from '../../src/auth/permissions.ts';
-import { authorizationProblem } from '../../src/http/route-auth.ts';
+import { authorizationProblem } from '../../src/auth/route-access.ts';
 import { addMemberWithKey, call, seedOrg } from '../helpers/app.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
 import { buildProbeApp, probeModule, type ProbeApp } from '../helpers/probe-app.ts';

@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { Authenticator } from '../../src/auth/authenticate.ts';
 import type { Db } from '../../src/db/db.ts';
-import { buildApp, type RouteModule } from '../../src/http/app.ts';
-import type { RouteAuth } from '../../src/http/route-auth.ts';
+import { buildApp } from '../../src/http/app.ts';
+import type { RouteModule } from '../../src/http/deps.ts';
+import type { RouteAuth } from '../../src/auth/route-access.ts';
 import { routeModules } from '../../src/routes.ts';
 import { testConfig } from './app.ts';
 

@@ -6,17 +6,9 @@ import { exportCaptures } from './export.ts';
 import { prettyBody, table } from './format.ts';
 import { listen } from './listen.ts';
 import { incidentsLs, incidentsReplay, incidentsShow } from './incidents.ts';
+import type { Env, Io } from './io.ts';
 import { failedRequestIds, replayAll } from './replay.ts';
 import { tail } from './tail.ts';
-
-type Env = Record<string, string | undefined>;
-
-export interface Io {
-  out(text: string): void;
-  err(text: string): void;
-  /** Raw bytes to stdout (requests show --raw). */
-  bytes(b: Buffer): void;
-}
 
 /** A failure a command expects (bad argument, not logged in): one line, exit code 2. */
 class UsageFailure extends Error {}

@@ -1,13 +1,12 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { Env } from './io.ts';
 
 export interface Credentials {
   server: string;
   key: string;
 }
-
-type Env = Record<string, string | undefined>;
 
 /** Where `weir login` keeps the server and key: $XDG_CONFIG_HOME/weir/credentials.json (~/.config/weir/...), mode 0600. */
 export function credentialsPath(env: Env): string {

@@ -2,7 +2,7 @@ import { SingleBar } from 'cli-progress';
 import { createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
 import { allPages, unwrap } from '../../client/index.ts';
 import { ApiFailure, type WeirApi } from './api-client.ts';
-import type { Io } from './commands.ts';
+import type { Io } from './io.ts';
 
 export interface ExportOptions {
   endpointId: string;

@@ -1,7 +1,7 @@
 import { SingleBar } from 'cli-progress';
 import { unwrap } from '../../client/index.ts';
 import type { WeirApi } from './api-client.ts';
-import type { Io } from './commands.ts';
+import type { Io } from './io.ts';
 import { table } from './format.ts';
 
 /** `weir incidents ls | show | replay`: each API call is one line below, through the typed client (weir/client). */

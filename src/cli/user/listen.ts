@@ -3,7 +3,7 @@ import { AgentClient } from '../../agents/client.ts';
 import { humanOutput, jsonOutput } from '../../agents/output.ts';
 import { allPages, unwrap } from '../../client/index.ts';
 import type { WeirApi } from './api-client.ts';
-import type { Io } from './commands.ts';
+import type { Io } from './io.ts';
 import { unreachableReason, unreachableWarning } from './reachability.ts';
 
 export interface ListenOptions {

@@ -1,7 +1,7 @@
 import { SingleBar } from 'cli-progress';
 import { allPages, unwrap } from '../../client/index.ts';
 import { ApiFailure, type WeirApi } from './api-client.ts';
-import type { Io } from './commands.ts';
+import type { Io } from './io.ts';
 
 /**
  * `weir replay <id...>`: queues each replay in turn. Several show a progress

@@ -1,6 +1,6 @@
 import { unwrap } from '../../client/index.ts';
 import type { WeirApi } from './api-client.ts';
-import type { Io } from './commands.ts';
+import type { Io } from './io.ts';
 
 /**
  * Issue 28 item 5: what `weir tail` adds to each capture line — the event

@@ -1,6 +1,6 @@
 import type { WeirApi } from './api-client.ts';
 import { ApiFailure } from './api-client.ts';
-import type { Io } from './commands.ts';
+import type { Io } from './io.ts';
 import { eventType, OutcomeWatcher } from './tail-outcomes.ts';
 
 /** One line per capture: time, method, path and query, size, id, and the event type when the provider names one. */
