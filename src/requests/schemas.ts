@@ -6,6 +6,7 @@
  * test/http/openapi-answers.test.ts compares every answer with JSON.stringify's.
  */
 import { CAPTURE_DELIVERY_STATES } from '../delivery/summary.ts';
+import { captureVerification } from '../verification/schemas.ts';
 
 const nullableString = { type: ['string', 'null'] } as const;
 
@@ -28,6 +29,8 @@ export const EXAMPLE_CAPTURE = {
   content_type: 'application/json',
   body_size: 56,
   source_ip: '203.0.113.7',
+  verification: { status: 'verified', reason: null },
+  rejected: false,
   body: '{"id":"evt_1","type":"payment_intent.succeeded","data":{}}',
   body_encoding: 'utf8',
 };
@@ -52,7 +55,7 @@ const deliverySummarySchema = {
 export const captureSummarySchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'endpoint_id', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'body_size', 'source_ip'],
+  required: ['id', 'endpoint_id', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'body_size', 'source_ip', 'verification', 'rejected'],
   properties: {
     id: { type: 'string', format: 'uuid' },
     endpoint_id: { type: 'string', format: 'uuid' },
@@ -68,6 +71,11 @@ export const captureSummarySchema = {
     content_type: nullableString,
     body_size: { type: 'integer' },
     source_ip: nullableString,
+    verification: captureVerification,
+    rejected: {
+      type: 'boolean',
+      description: "true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced.",
+    },
     delivery: deliverySummarySchema,
   },
 } as const;

@@ -1,9 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import { idFloor, idTime, idTimestamp } from './capture-ids.ts';
-import type { CaptureSummary } from './captures.ts';
-
-const SUMMARY = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
+import { SUMMARY, type CaptureSummary } from './captures.ts';
 
 /**
  * How far back a look checks for captures that committed late: a capture's
