@@ -22,7 +22,7 @@ describe('dashboard: signature verification', () => {
     const field = page.getByLabel('Signing secret');
     assert.equal(await field.getAttribute('type'), 'password');
     await field.fill(secret);
-    await page.getByLabel(/^Enforce/).check();
+    await page.getByLabel(/Enforce: answer 401/).check();
     await page.getByRole('button', { name: 'Save verification' }).click();
     await page.getByText('Saved.').waitFor(LONG);
     const v = (await call(t.app, 'GET', `/v1/endpoints/${ep.id}`, { key: s.key })).json.data.verification;
