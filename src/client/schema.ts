@@ -3050,7 +3050,7 @@ export interface operations {
                      * @description Signature verification of every capture (docs/verification.md); null removes it. `secret` is write-only: reads show `secret_last4`. On PATCH, leave `secret` out to keep the stored one (same provider); send a new one with `previous_secret_expires_at` to keep the old one valid until then.
                      * @example {
                      *       "provider": "stripe",
-                     *       "secret": "whsec_5257a869e7ecebeda32affa62cdca3fa",
+                     *       "secret": "whsec_5257a869e7ecebeda32affa62cdc3fa5",
                      *       "enforce": true
                      *     }
                      */
@@ -3602,7 +3602,7 @@ export interface operations {
                      * @description Signature verification of every capture (docs/verification.md); null removes it. `secret` is write-only: reads show `secret_last4`. On PATCH, leave `secret` out to keep the stored one (same provider); send a new one with `previous_secret_expires_at` to keep the old one valid until then.
                      * @example {
                      *       "provider": "stripe",
-                     *       "secret": "whsec_5257a869e7ecebeda32affa62cdca3fa",
+                     *       "secret": "whsec_5257a869e7ecebeda32affa62cdc3fa5",
                      *       "enforce": true
                      *     }
                      */
