@@ -69,7 +69,8 @@ async function withAutocannon(): Promise<LoadResult> {
     connections: Number(connections),
     duration: Number(seconds),
     ...(rate ? { overallRate: Number(rate) } : {}),
-    headers: { 'content-type': 'application/json' },
+    // BENCH_SIGNATURE (BENCH_VERIFY=stripe in bench/ingest.ts): the body's Stripe-Signature
+    headers: { 'content-type': 'application/json', ...(process.env.BENCH_SIGNATURE ? { 'stripe-signature': process.env.BENCH_SIGNATURE } : {}) },
     requests: [
       {
         method: 'POST',

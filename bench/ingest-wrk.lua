@@ -9,6 +9,11 @@ wrk.method = "POST"
 wrk.body = f:read("*a")
 wrk.headers["Content-Type"] = "application/json"
 f:close()
+-- BENCH_SIGNATURE (BENCH_VERIFY=stripe): the body's Stripe-Signature, the same on every request
+local signature = os.getenv("BENCH_SIGNATURE")
+if signature and signature ~= "" then
+  wrk.headers["Stripe-Signature"] = signature
+end
 
 local rate = tonumber(os.getenv("BENCH_RATE") or "")
 local connections = tonumber(os.getenv("BENCH_CONNECTIONS") or "1")

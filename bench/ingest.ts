@@ -7,6 +7,8 @@
 //   BENCH_METRICS=both npm run bench:ingest   (each Weir twice: metrics on and WEIR_METRICS=0)
 //   BENCH_METRICS=control npm run bench:ingest (each Weir twice, both as shipped: what "no difference" measures as)
 //   BENCH_STORES=pglite npm run bench:ingest  (only Weir on PGlite beside the bare server)
+//   BENCH_VERIFY=stripe npm run bench:ingest  (each Weir twice: Stripe signature verification on its endpoint and off;
+//                                              every request, to every target, carries a valid Stripe-Signature)
 //
 // Method (docs/capture.md): every server and the load generator (wrk when it
 // is installed, else autocannon: bench/ingest-load.ts; 50 connections, 1 KiB
@@ -19,6 +21,7 @@
 // each saturated measurement also prints CPU per request of the server
 // process, the local PostgreSQL processes and the load generator.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +48,13 @@ const RATE = Number(process.env.BENCH_RATE ?? 1000);
 // reads when there is no difference. The child's environment is built from
 // scratch (below), so this switch is the only way WEIR_METRICS reaches it.
 const METRICS = process.env.BENCH_METRICS ?? 'on';
-const PAIRED = METRICS === 'both' || METRICS === 'control';
+// `stripe`: each Weir twice, its endpoint with Stripe verification and
+// without, measured as a pair like BENCH_METRICS=both (issue 25's ratio).
+const VERIFY = process.env.BENCH_VERIFY ?? '';
+if (VERIFY !== '' && VERIFY !== 'stripe') throw new Error(`BENCH_VERIFY must be stripe or unset, not ${JSON.stringify(VERIFY)}`);
+if (VERIFY && METRICS !== 'on') throw new Error('BENCH_VERIFY and BENCH_METRICS pair different things: set one of them');
+const PAIRED = METRICS === 'both' || METRICS === 'control' || VERIFY !== '';
+const STRIPE_SECRET = 'whsec_' + randomBytes(24).toString('hex');
 // With a pair: how many side-by-side measurements.
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 8);
 if (!['on', 'off', 'both', 'control'].includes(METRICS)) throw new Error(`BENCH_METRICS must be on, off, both or control, not ${JSON.stringify(METRICS)}`);
@@ -107,7 +116,7 @@ async function startBare(): Promise<Target> {
   };
 }
 
-async function startWeir(name: string, store: Record<string, string>, open: () => Promise<Db>, cleanup: () => Promise<void>): Promise<Target> {
+async function startWeir(name: string, store: Record<string, string>, open: () => Promise<Db>, cleanup: () => Promise<void>, endpoint: object = { name: 'bench' }): Promise<Target> {
   const env: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('WEIR_') && k !== 'DATABASE_URL') env[k] = v;
   Object.assign(env, { WEIR_API_PORT: '0', WEIR_INGEST_PORT: '0', WEIR_LOG_LEVEL: 'warn' }, store);
@@ -123,7 +132,7 @@ async function startWeir(name: string, store: Record<string, string>, open: () =
   const res = await fetch(`${started.api}/v1/endpoints`, {
     method: 'POST',
     headers: { authorization: `Bearer ${started.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench' }),
+    body: JSON.stringify(endpoint),
   });
   const slug = ((await res.json()) as any).data.slug;
   let stopped = false;
@@ -152,6 +161,11 @@ async function startWeir(name: string, store: Record<string, string>, open: () =
           const { rows } = await db.query<{ n: number }>('select count(*)::int as n from captured_requests where id = any($1::uuid[])', [ids.slice(i, i + 10_000)]);
           found += rows[0].n;
         }
+        if (VERIFY) {
+          // the pair's point: the +verify endpoint really verified every capture (and the other verified none)
+          const { rows } = await db.query<{ status: string | null; n: number }>('select verification_status as status, count(*)::int as n from captured_requests group by 1 order by 1');
+          console.log(`${name.padEnd(20)} verification of the stored captures: ${rows.map((r) => `${r.status ?? 'none'} ${r.n}`).join(', ')}`);
+        }
         return found;
       } finally {
         await db.close();
@@ -160,22 +174,37 @@ async function startWeir(name: string, store: Record<string, string>, open: () =
   };
 }
 
-/** The settings and name suffix of each metrics variant this run measures. */
-function metricsVariants(): { suffix: string; env: Record<string, string> }[] {
+interface Variant {
+  suffix: string;
+  env: Record<string, string>;
+  /** The endpoint the load is sent to (default: no settings). */
+  endpoint?: object;
+}
+
+/** The settings and name suffix of each variant this run measures. */
+function metricsVariants(): Variant[] {
+  if (VERIFY) {
+    // a day's tolerance: the one signature made at start stays valid for the whole run
+    const verification = { provider: 'stripe', secret: STRIPE_SECRET, tolerance_seconds: 86_400 };
+    return [
+      { suffix: ' +verify', env: {}, endpoint: { name: 'bench', verification } },
+      { suffix: ' -verify', env: {} },
+    ];
+  }
   const on = { suffix: PAIRED ? ' +metrics' : '', env: {} };
   const off = { suffix: METRICS === 'both' ? ' -metrics' : ' (metrics off)', env: { WEIR_METRICS: '0' } };
   if (METRICS === 'control') return [on, { suffix: ' +metrics (2)', env: {} }];
   return METRICS === 'both' ? [on, off] : METRICS === 'off' ? [off] : [on];
 }
 
-async function startWeirPostgres(v: { suffix: string; env: Record<string, string> }): Promise<Target> {
+async function startWeirPostgres(v: Variant): Promise<Target> {
   const fresh = await createFreshDatabase(PG_BASE);
-  return startWeir(`Weir on PostgreSQL${v.suffix}`, { DATABASE_URL: fresh.url, ...v.env }, () => openPostgres(fresh.url, { poolSize: 2 }), fresh.drop);
+  return startWeir(`Weir on PostgreSQL${v.suffix}`, { DATABASE_URL: fresh.url, ...v.env }, () => openPostgres(fresh.url, { poolSize: 2 }), fresh.drop, v.endpoint);
 }
 
-async function startWeirPglite(v: { suffix: string; env: Record<string, string> }): Promise<Target> {
+async function startWeirPglite(v: Variant): Promise<Target> {
   const dir = mkdtempSync(join(work, 'pglite-'));
-  return startWeir(`Weir on PGlite${v.suffix}`, { WEIR_DATA_DIR: dir, ...v.env }, () => openPglite(dir), async () => rmSync(dir, { recursive: true, force: true }));
+  return startWeir(`Weir on PGlite${v.suffix}`, { WEIR_DATA_DIR: dir, ...v.env }, () => openPglite(dir), async () => rmSync(dir, { recursive: true, force: true }), v.endpoint);
 }
 
 /**
@@ -200,6 +229,9 @@ const bodyFile = join(work, 'body.json');
 const skeleton = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', created: 1700000000, data: { object: { amount: 4200, currency: 'usd', pad: '' } } };
 skeleton.data.object.pad = 'x'.repeat(1024 - JSON.stringify(skeleton).length);
 writeFileSync(bodyFile, JSON.stringify(skeleton));
+// With BENCH_VERIFY=stripe every request carries the body's Stripe signature (made as Stripe does: HMAC-SHA256 of "{t}.{body}").
+const STRIPE_T = Math.floor(Date.now() / 1000);
+const SIGNATURE = VERIFY ? `t=${STRIPE_T},v1=${createHmac('sha256', STRIPE_SECRET).update(`${STRIPE_T}.${JSON.stringify(skeleton)}`).digest('hex')}` : '';
 
 // Chosen once here, and handed to every load process, so the choice (and
 // wrk's detection) is the same for every measurement of the run.
@@ -208,7 +240,7 @@ const LOAD = loadGenerator();
 async function load(url: string, seconds: number, idsFile = '', rate?: number): Promise<Measure> {
   const args = ['--import', 'tsx', 'bench/ingest-load.ts', url, String(seconds), String(CONNECTIONS), bodyFile, idsFile];
   if (rate) args.push(String(rate));
-  const c = child(args, { ...process.env, BENCH_LOAD: LOAD });
+  const c = child(args, { ...process.env, BENCH_LOAD: LOAD, BENCH_SIGNATURE: SIGNATURE });
   await c.exited;
   const line = c.output().trim().split('\n').pop() ?? '';
   try {
@@ -356,10 +388,10 @@ async function main(): Promise<void> {
       }
     }
     if (PAIRED) {
-      const [a, b] = METRICS === 'control' ? ['first', 'second'] : ['metrics on', 'metrics off'];
-      console.log(`\n${a} / ${b} (1.00 = no difference; the issue allows 0.98 for throughput)`);
+      const [a, b] = VERIFY ? ['verification on', 'verification off'] : METRICS === 'control' ? ['first', 'second'] : ['metrics on', 'metrics off'];
+      console.log(`\n${a} / ${b} (1.00 = no difference; ${VERIFY ? 'issue 25 asks >= 0.95' : 'the issue allows 0.98 for throughput'})`);
       for (let i = 1; i < targets.length; i += 2) {
-        const name = targets[i].name.replace(' +metrics', '');
+        const name = targets[i].name.replace(' +metrics', '').replace(' +verify', '');
         const sequential = results.get(targets[i].name)!.m.map((m, r) => m.rps / results.get(targets[i + 1].name)!.m[r].rps);
         const on = sideBySide.get(targets[i].name)!;
         const off = sideBySide.get(targets[i + 1].name)!;

@@ -28,7 +28,7 @@ const RULES = [
   ['app', /^server\.ts$|^routes\.ts$|^http\/(app|openapi|openapi-document|operations|operation-examples)\.ts$/],
   // knows no domain rule: the database, settings, the scheduler, the metric registry, the generated client;
   // the plan table (orgs/plans.ts) is here because config.ts reads and checks it (WEIR_PLANS)
-  ['base', /^db\/|^background\/|^client\/|^config\.ts$|^metrics\/(metrics|lean-histogram)\.ts$|^orgs\/plans\.ts$/],
+  ['base', /^db\/|^background\/|^client\/|^config\.ts$|^metrics\/(metrics|lean-histogram)\.ts$|^orgs\/plans\.ts$|^verification\/providers\.ts$/],
   // the HTTP API: the route toolkit (src/http), each folder's routes and response shapes,
   // the operator API, the dashboard, the /metrics scrape (on the API listener or its own)
   ['api', /^http\/|^admin\/|^dashboard\/|^metrics\/|(^|\/)([\w-]+-)?routes\.ts$|(^|\/)responses\.ts$|(^|\/)([\w-]+-)?schemas\.ts$/],

@@ -2901,6 +2901,27 @@ export interface operations {
                                 };
                                 body: string;
                             } | null;
+                            /** @description Signature verification (docs/verification.md), or null. The secret itself is never shown: `secret_last4` is its end. */
+                            verification: {
+                                /** @enum {string} */
+                                provider: "stripe" | "github" | "shopify" | "slack" | "standard_webhooks" | "twilio" | "hmac";
+                                enforce: boolean;
+                                tolerance_seconds: number;
+                                /** @description hmac only (lowercased), else null. */
+                                header: string | null;
+                                /** @enum {string|null} */
+                                algorithm: "sha1" | "sha256" | "sha512" | null;
+                                /** @enum {string|null} */
+                                encoding: "hex" | "base64" | null;
+                                prefix: string | null;
+                                /** @description The secret's last four characters. */
+                                secret_last4: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Until when the previous secret still verifies, while an overlap runs.
+                                 */
+                                previous_secret_expires_at: string | null;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3025,6 +3046,40 @@ export interface operations {
                         };
                         body?: string;
                     } | null;
+                    /**
+                     * @description Signature verification of every capture (docs/verification.md); null removes it. `secret` is write-only: reads show `secret_last4`. On PATCH, leave `secret` out to keep the stored one (same provider); send a new one with `previous_secret_expires_at` to keep the old one valid until then.
+                     * @example {
+                     *       "provider": "stripe",
+                     *       "secret": "whsec_5257a869e7ecebeda32affa62cdc3fa5",
+                     *       "enforce": true
+                     *     }
+                     */
+                    verification?: {
+                        /** @enum {string} */
+                        provider: "stripe" | "github" | "shopify" | "slack" | "standard_webhooks" | "twilio" | "hmac";
+                        /** @description The provider's signing secret (8-1024 characters; `whsec_...` for standard_webhooks). Never returned. */
+                        secret?: string;
+                        /** @description true: a failed verification answers the sender 401 and the capture is stored (rejected) but not forwarded. Default false. */
+                        enforce?: boolean;
+                        /** @description How far a signed timestamp may be from now (stripe, slack, standard_webhooks). Default 300. */
+                        tolerance_seconds?: number;
+                        /** @description hmac only: the header holding the signature. */
+                        header?: string;
+                        /**
+                         * @description hmac only.
+                         * @enum {string}
+                         */
+                        algorithm?: "sha1" | "sha256" | "sha512";
+                        /**
+                         * @description hmac only.
+                         * @enum {string}
+                         */
+                        encoding?: "hex" | "base64";
+                        /** @description hmac only: text before the signature in the header, e.g. `sha256=`. */
+                        prefix?: string | null;
+                        /** @description With a new `secret`: the current secret keeps verifying until this time (ISO 8601, at most 30 days ahead). */
+                        previous_secret_expires_at?: string | null;
+                    } | null;
                 };
             };
         };
@@ -3047,6 +3102,17 @@ export interface operations {
                          *       "forward_url": "https://staging.example.com/webhooks/stripe",
                          *       "paused": false,
                          *       "response": null,
+                         *       "verification": {
+                         *         "provider": "stripe",
+                         *         "enforce": true,
+                         *         "tolerance_seconds": 300,
+                         *         "header": null,
+                         *         "algorithm": null,
+                         *         "encoding": null,
+                         *         "prefix": null,
+                         *         "secret_last4": "3fa5",
+                         *         "previous_secret_expires_at": null
+                         *       },
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3071,6 +3137,27 @@ export interface operations {
                                     [key: string]: string;
                                 };
                                 body: string;
+                            } | null;
+                            /** @description Signature verification (docs/verification.md), or null. The secret itself is never shown: `secret_last4` is its end. */
+                            verification: {
+                                /** @enum {string} */
+                                provider: "stripe" | "github" | "shopify" | "slack" | "standard_webhooks" | "twilio" | "hmac";
+                                enforce: boolean;
+                                tolerance_seconds: number;
+                                /** @description hmac only (lowercased), else null. */
+                                header: string | null;
+                                /** @enum {string|null} */
+                                algorithm: "sha1" | "sha256" | "sha512" | null;
+                                /** @enum {string|null} */
+                                encoding: "hex" | "base64" | null;
+                                prefix: string | null;
+                                /** @description The secret's last four characters. */
+                                secret_last4: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Until when the previous secret still verifies, while an overlap runs.
+                                 */
+                                previous_secret_expires_at: string | null;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3225,6 +3312,17 @@ export interface operations {
                          *       "forward_url": "https://staging.example.com/webhooks/stripe",
                          *       "paused": false,
                          *       "response": null,
+                         *       "verification": {
+                         *         "provider": "stripe",
+                         *         "enforce": true,
+                         *         "tolerance_seconds": 300,
+                         *         "header": null,
+                         *         "algorithm": null,
+                         *         "encoding": null,
+                         *         "prefix": null,
+                         *         "secret_last4": "3fa5",
+                         *         "previous_secret_expires_at": null
+                         *       },
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3249,6 +3347,27 @@ export interface operations {
                                     [key: string]: string;
                                 };
                                 body: string;
+                            } | null;
+                            /** @description Signature verification (docs/verification.md), or null. The secret itself is never shown: `secret_last4` is its end. */
+                            verification: {
+                                /** @enum {string} */
+                                provider: "stripe" | "github" | "shopify" | "slack" | "standard_webhooks" | "twilio" | "hmac";
+                                enforce: boolean;
+                                tolerance_seconds: number;
+                                /** @description hmac only (lowercased), else null. */
+                                header: string | null;
+                                /** @enum {string|null} */
+                                algorithm: "sha1" | "sha256" | "sha512" | null;
+                                /** @enum {string|null} */
+                                encoding: "hex" | "base64" | null;
+                                prefix: string | null;
+                                /** @description The secret's last four characters. */
+                                secret_last4: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Until when the previous secret still verifies, while an overlap runs.
+                                 */
+                                previous_secret_expires_at: string | null;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3479,6 +3598,40 @@ export interface operations {
                         };
                         body?: string;
                     } | null;
+                    /**
+                     * @description Signature verification of every capture (docs/verification.md); null removes it. `secret` is write-only: reads show `secret_last4`. On PATCH, leave `secret` out to keep the stored one (same provider); send a new one with `previous_secret_expires_at` to keep the old one valid until then.
+                     * @example {
+                     *       "provider": "stripe",
+                     *       "secret": "whsec_5257a869e7ecebeda32affa62cdc3fa5",
+                     *       "enforce": true
+                     *     }
+                     */
+                    verification?: {
+                        /** @enum {string} */
+                        provider: "stripe" | "github" | "shopify" | "slack" | "standard_webhooks" | "twilio" | "hmac";
+                        /** @description The provider's signing secret (8-1024 characters; `whsec_...` for standard_webhooks). Never returned. */
+                        secret?: string;
+                        /** @description true: a failed verification answers the sender 401 and the capture is stored (rejected) but not forwarded. Default false. */
+                        enforce?: boolean;
+                        /** @description How far a signed timestamp may be from now (stripe, slack, standard_webhooks). Default 300. */
+                        tolerance_seconds?: number;
+                        /** @description hmac only: the header holding the signature. */
+                        header?: string;
+                        /**
+                         * @description hmac only.
+                         * @enum {string}
+                         */
+                        algorithm?: "sha1" | "sha256" | "sha512";
+                        /**
+                         * @description hmac only.
+                         * @enum {string}
+                         */
+                        encoding?: "hex" | "base64";
+                        /** @description hmac only: text before the signature in the header, e.g. `sha256=`. */
+                        prefix?: string | null;
+                        /** @description With a new `secret`: the current secret keeps verifying until this time (ISO 8601, at most 30 days ahead). */
+                        previous_secret_expires_at?: string | null;
+                    } | null;
                 };
             };
         };
@@ -3501,6 +3654,17 @@ export interface operations {
                          *       "forward_url": "https://staging.example.com/webhooks/stripe",
                          *       "paused": false,
                          *       "response": null,
+                         *       "verification": {
+                         *         "provider": "stripe",
+                         *         "enforce": true,
+                         *         "tolerance_seconds": 300,
+                         *         "header": null,
+                         *         "algorithm": null,
+                         *         "encoding": null,
+                         *         "prefix": null,
+                         *         "secret_last4": "3fa5",
+                         *         "previous_secret_expires_at": null
+                         *       },
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3525,6 +3689,27 @@ export interface operations {
                                     [key: string]: string;
                                 };
                                 body: string;
+                            } | null;
+                            /** @description Signature verification (docs/verification.md), or null. The secret itself is never shown: `secret_last4` is its end. */
+                            verification: {
+                                /** @enum {string} */
+                                provider: "stripe" | "github" | "shopify" | "slack" | "standard_webhooks" | "twilio" | "hmac";
+                                enforce: boolean;
+                                tolerance_seconds: number;
+                                /** @description hmac only (lowercased), else null. */
+                                header: string | null;
+                                /** @enum {string|null} */
+                                algorithm: "sha1" | "sha256" | "sha512" | null;
+                                /** @enum {string|null} */
+                                encoding: "hex" | "base64" | null;
+                                prefix: string | null;
+                                /** @description The secret's last four characters. */
+                                secret_last4: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Until when the previous secret still verifies, while an overlap runs.
+                                 */
+                                previous_secret_expires_at: string | null;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3647,6 +3832,8 @@ export interface operations {
                 q?: string;
                 /** @description Only captures whose delivery summary has this status (delivery.status). */
                 delivery_status?: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                /** @description Only captures whose signature verification had this status (verification.status). */
+                verification?: "verified" | "failed";
             };
             header?: never;
             path: {
@@ -3685,7 +3872,12 @@ export interface operations {
                      *             ],
                      *             "content_type": "application/json",
                      *             "body_size": 56,
-                     *             "source_ip": "203.0.113.7"
+                     *             "source_ip": "203.0.113.7",
+                     *             "verification": {
+                     *               "status": "verified",
+                     *               "reason": null
+                     *             },
+                     *             "rejected": false
                      *           }
                      *         ],
                      *         "meta": {
@@ -3718,6 +3910,18 @@ export interface operations {
                                 content_type: string | null;
                                 body_size: number;
                                 source_ip: string | null;
+                                /** @description What the endpoint's signature verification said of this capture; null when the endpoint had none. */
+                                verification: {
+                                    /** @enum {string} */
+                                    status: "verified" | "failed";
+                                    /**
+                                     * @description null when verified.
+                                     * @enum {string|null}
+                                     */
+                                    reason: "missing_signature" | "bad_signature" | "timestamp_out_of_tolerance" | "malformed_signature" | null;
+                                } | null;
+                                /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
+                                rejected: boolean;
                                 /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
                                 delivery?: {
                                     /** @enum {string} */
@@ -3863,6 +4067,11 @@ export interface operations {
                          *       "content_type": "application/json",
                          *       "body_size": 56,
                          *       "source_ip": "203.0.113.7",
+                         *       "verification": {
+                         *         "status": "verified",
+                         *         "reason": null
+                         *       },
+                         *       "rejected": false,
                          *       "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                          *       "body_encoding": "utf8"
                          *     }
@@ -3887,6 +4096,18 @@ export interface operations {
                             content_type: string | null;
                             body_size: number;
                             source_ip: string | null;
+                            /** @description What the endpoint's signature verification said of this capture; null when the endpoint had none. */
+                            verification: {
+                                /** @enum {string} */
+                                status: "verified" | "failed";
+                                /**
+                                 * @description null when verified.
+                                 * @enum {string|null}
+                                 */
+                                reason: "missing_signature" | "bad_signature" | "timestamp_out_of_tolerance" | "malformed_signature" | null;
+                            } | null;
+                            /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
+                            rejected: boolean;
                             /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
                             delivery?: {
                                 /** @enum {string} */
@@ -9259,6 +9480,11 @@ export interface operations {
                                  *       "content_type": "application/json",
                                  *       "body_size": 56,
                                  *       "source_ip": "203.0.113.7",
+                                 *       "verification": {
+                                 *         "status": "verified",
+                                 *         "reason": null
+                                 *       },
+                                 *       "rejected": false,
                                  *       "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                                  *       "body_encoding": "utf8"
                                  *     }
@@ -9283,6 +9509,18 @@ export interface operations {
                                     content_type: string | null;
                                     body_size: number;
                                     source_ip: string | null;
+                                    /** @description What the endpoint's signature verification said of this capture; null when the endpoint had none. */
+                                    verification: {
+                                        /** @enum {string} */
+                                        status: "verified" | "failed";
+                                        /**
+                                         * @description null when verified.
+                                         * @enum {string|null}
+                                         */
+                                        reason: "missing_signature" | "bad_signature" | "timestamp_out_of_tolerance" | "malformed_signature" | null;
+                                    } | null;
+                                    /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
+                                    rejected: boolean;
                                     /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
                                     delivery?: {
                                         /** @enum {string} */
@@ -12115,6 +12353,11 @@ export interface operations {
                  *           "content_type": "application/json",
                  *           "body_size": 56,
                  *           "source_ip": "203.0.113.7",
+                 *           "verification": {
+                 *             "status": "verified",
+                 *             "reason": null
+                 *           },
+                 *           "rejected": false,
                  *           "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                  *           "body_encoding": "utf8"
                  *         }
@@ -12153,6 +12396,11 @@ export interface operations {
                          *       "content_type": "application/json",
                          *       "body_size": 56,
                          *       "source_ip": "203.0.113.7",
+                         *       "verification": {
+                         *         "status": "verified",
+                         *         "reason": null
+                         *       },
+                         *       "rejected": false,
                          *       "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                          *       "body_encoding": "utf8"
                          *     }
@@ -12177,6 +12425,18 @@ export interface operations {
                             content_type: string | null;
                             body_size: number;
                             source_ip: string | null;
+                            /** @description What the endpoint's signature verification said of this capture; null when the endpoint had none. */
+                            verification: {
+                                /** @enum {string} */
+                                status: "verified" | "failed";
+                                /**
+                                 * @description null when verified.
+                                 * @enum {string|null}
+                                 */
+                                reason: "missing_signature" | "bad_signature" | "timestamp_out_of_tolerance" | "malformed_signature" | null;
+                            } | null;
+                            /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
+                            rejected: boolean;
                             /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
                             delivery?: {
                                 /** @enum {string} */

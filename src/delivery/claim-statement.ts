@@ -24,6 +24,7 @@ export interface ClaimRow {
   query: string | null;
   headers: Array<[string, string]> | null;
   body_hex: string | null;
+  verification_status: 'verified' | 'failed' | null;
   enabled: boolean | null;
   method_override: string | null;
   retry_enabled: boolean | null;
@@ -111,7 +112,7 @@ function claimSql(batches: boolean): string {
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
             -- hex text, decoded natively below: PGlite's bytea parser works byte by byte in JavaScript
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex,
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,

@@ -109,7 +109,15 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       attemptNumber: r.attempt_count + 1,
       sendAt: r.paced_slot ? new Date(r.paced_slot).getTime() - skew : 0,
       capture: r.capture_id
-        ? { id: r.capture_id, method: r.method!, path: r.path ?? '', query: r.query ?? '', headers: r.headers ?? [], body: Buffer.from(r.body_hex ?? '', 'hex') }
+        ? {
+            id: r.capture_id,
+            method: r.method!,
+            path: r.path ?? '',
+            query: r.query ?? '',
+            headers: r.headers ?? [],
+            body: Buffer.from(r.body_hex ?? '', 'hex'),
+            verification: r.verification_status,
+          }
         : null,
       // the forward_url has no row: it is always enabled, with the default retry settings
       enabled: r.forward_destination_id === null ? true : r.enabled === true,

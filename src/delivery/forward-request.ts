@@ -35,6 +35,8 @@ export interface CapturedMessage {
   query: string;
   headers: ReadonlyArray<readonly [string, string]>;
   body: Buffer;
+  /** The endpoint's signature verification of it (src/verification); null or absent when it had none. */
+  verification?: 'verified' | 'failed' | null;
 }
 
 export interface ForwardRequest {
@@ -82,11 +84,16 @@ export function buildForwardRequest(capture: CapturedMessage, destinationUrl: st
   const headers: string[] = [];
   for (const [name, value] of capture.headers) {
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || named.has(lower) || lower === 'x-weir-request-id') continue;
+    // Weir's own headers are Weir's to write: a sender's copy could claim a
+    // verification that never happened.
+    if (HOP_BY_HOP.has(lower) || named.has(lower) || lower === 'x-weir-request-id' || lower === 'weir-verification') continue;
     headers.push(name, value);
   }
   const webhookId = webhookIdOf(capture);
   if (!capture.headers.some(([name]) => name.toLowerCase() === 'webhook-id')) headers.push('webhook-id', webhookId);
   headers.push('x-weir-request-id', capture.id);
+  // So a destination can trust Weir's check instead of repeating it (a
+  // replayed Stripe request's timestamp may be too old for its own check).
+  if (capture.verification) headers.push('Weir-Verification', capture.verification);
   return { url: targetUrl(destinationUrl, capture), method: methodOverride ?? capture.method, headers, body: capture.body, webhookId };
 }

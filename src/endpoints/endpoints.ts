@@ -5,6 +5,8 @@ import { lockOrganization } from '../orgs/organizations.ts';
 import { isPlanName, type PlanTable } from '../orgs/plans.ts';
 import { deleteEndpointCaptures } from '../requests/captures.ts';
 import { prepareIngestResponse, storeIngestResponse, type PreparedIngestResponse, type StoredIngestResponse } from './ingest-response.ts';
+import { planVerification, prepareVerifier, type CurrentVerification, type StoredVerification, type VerificationColumns, type VerificationWrite } from '../verification/settings.ts';
+import type { Verifier } from '../verification/verify.ts';
 import { generateSlug } from './slug.ts';
 import { endpointInputProblem, type EndpointFields } from './validate.ts';
 
@@ -15,7 +17,7 @@ import { endpointInputProblem, type EndpointFields } from './validate.ts';
  */
 export const ENDPOINTS_CHANNEL = 'weir_endpoints';
 
-export interface Endpoint {
+export interface Endpoint extends VerificationColumns {
   id: string;
   organization_id: string;
   created_by: string | null;
@@ -30,7 +32,11 @@ export interface Endpoint {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, organization_id, created_by, slug, name, description, forward_url, paused, response, created_at, updated_at';
+// Reads never select the verification secrets: only their last four
+// characters (findIngestTarget alone reads the secrets themselves).
+const COLUMNS =
+  'id, organization_id, created_by, slug, name, description, forward_url, paused, response, created_at, updated_at, ' +
+  'verification, right(verification_secret, 4) as secret_last4, verification_previous_expires_at';
 
 export type CreateEndpointResult =
   | { ok: true; endpoint: Endpoint }
@@ -64,16 +70,40 @@ export interface IngestTarget {
   paused: boolean;
   /** Prepared here, once per cache fill, so a capture's answer costs one property check. */
   response: PreparedIngestResponse | null;
+  /** Signature verification (src/verification), keys prepared once per cache fill; null: none, and no cost. */
+  verification: Verifier | null;
 }
 
-export async function findIngestTarget(db: Queryable, slug: string): Promise<IngestTarget | undefined> {
-  const { rows } = await db.query<Omit<IngestTarget, 'response'> & { response: StoredIngestResponse | null }>(
-    'select id, organization_id, paused, response from endpoints where slug = $1',
+interface IngestTargetRow {
+  id: string;
+  organization_id: string;
+  paused: boolean;
+  response: StoredIngestResponse | null;
+  verification: StoredVerification | null;
+  verification_secret: string | null;
+  verification_previous_secret: string | null;
+  verification_previous_expires_at: Date | null;
+}
+
+/** `ingestBase`: the public ingest address, which Twilio signs as part of the URL (docs/verification.md). */
+export async function findIngestTarget(db: Queryable, slug: string, ingestBase = ''): Promise<IngestTarget | undefined> {
+  const { rows } = await db.query<IngestTargetRow>(
+    `select id, organization_id, paused, response, verification, verification_secret, verification_previous_secret, verification_previous_expires_at
+       from endpoints where slug = $1`,
     [slug],
   );
   const row = rows[0];
   if (!row) return undefined;
-  return { id: row.id, organization_id: row.organization_id, paused: row.paused, response: row.response && prepareIngestResponse(row.response) };
+  return {
+    id: row.id,
+    organization_id: row.organization_id,
+    paused: row.paused,
+    response: row.response && prepareIngestResponse(row.response),
+    verification:
+      row.verification && row.verification_secret !== null
+        ? prepareVerifier(row.verification, row.verification_secret, row.verification_previous_secret, row.verification_previous_expires_at, ingestBase)
+        : null,
+  };
 }
 
 /**
@@ -92,6 +122,9 @@ export async function createEndpoint(
 ): Promise<CreateEndpointResult> {
   const problem = endpointInputProblem(input);
   if (problem) return { ok: false, reason: 'invalid', message: problem };
+  const verification = planVerification(input.verification ?? null, null);
+  if (!verification.ok) return { ok: false, reason: 'invalid', message: verification.message };
+  const v = verification.write;
   return db.transaction(async (tx) => {
     const plan = (await lockOrganization(tx, organizationId))?.plan;
     if (plan === undefined) return { ok: false, reason: 'organization_not_found' } as const;
@@ -104,12 +137,14 @@ export async function createEndpoint(
     for (;;) {
       const slug = newSlug();
       const { rows } = await tx.query<Endpoint>(
-        `insert into endpoints (id, organization_id, created_by, slug, name, description, forward_url, response)
-         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8::jsonb
+        `insert into endpoints (id, organization_id, created_by, slug, name, description, forward_url, response,
+                                verification, verification_secret, verification_previous_secret, verification_previous_expires_at)
+         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::timestamptz
           where not exists (select 1 from retired_slugs where slug = $4)
          on conflict (slug) do nothing
          returning ${COLUMNS}`,
-        [newId(), organizationId, input.createdBy, slug, input.name, input.description ?? null, input.forwardUrl ?? null, responseParam(input.response)],
+        [newId(), organizationId, input.createdBy, slug, input.name, input.description ?? null, input.forwardUrl ?? null, responseParam(input.response),
+          ...verificationParams(v)],
       );
       const endpoint = rows[0];
       if (!endpoint) continue;
@@ -136,12 +171,22 @@ export async function updateEndpoint(
   const problem = endpointInputProblem(patch);
   if (problem) return { ok: false, reason: 'invalid', message: problem };
   const has = (k: keyof typeof patch) => patch[k] !== undefined;
-  const changed = (['name', 'description', 'forwardUrl', 'paused', 'response'] as const).filter(has);
+  const changed = (['name', 'description', 'forwardUrl', 'paused', 'response', 'verification'] as const).filter(has);
   if (changed.length === 0) {
     const endpoint = await getEndpoint(db, organizationId, id);
     return endpoint ? { ok: true, endpoint } : { ok: false, reason: 'not_found' };
   }
   return db.transaction(async (tx) => {
+    // A new setting builds on the stored secrets (kept, or rotated out), read
+    // under the row's lock so two edits cannot both rotate the same secret.
+    let v: VerificationWrite | undefined;
+    if (has('verification')) {
+      const current = await lockedVerification(tx, organizationId, id);
+      if (current === undefined) return { ok: false, reason: 'not_found' } as const;
+      const planned = planVerification(patch.verification!, current);
+      if (!planned.ok) return { ok: false, reason: 'invalid', message: planned.message } as const;
+      v = planned.write;
+    }
     const { rows } = await tx.query<Endpoint>(
       `update endpoints set
           name = case when $3::boolean then $4 else name end,
@@ -149,11 +194,15 @@ export async function updateEndpoint(
           forward_url = case when $7::boolean then $8 else forward_url end,
           paused = case when $9::boolean then $10::boolean else paused end,
           response = case when $11::boolean then $12::jsonb else response end,
+          verification = case when $13::boolean then $14::jsonb else verification end,
+          verification_secret = case when $13::boolean then $15 else verification_secret end,
+          verification_previous_secret = case when $13::boolean then $16 else verification_previous_secret end,
+          verification_previous_expires_at = case when $13::boolean then $17::timestamptz else verification_previous_expires_at end,
           updated_at = now()
         where id = $1::uuid and organization_id = $2::uuid
         returning ${COLUMNS}`,
       [id, organizationId, has('name'), patch.name ?? null, has('description'), patch.description ?? null, has('forwardUrl'), patch.forwardUrl ?? null, has('paused'), patch.paused ?? null,
-        has('response'), responseParam(patch.response)],
+        has('response'), responseParam(patch.response), v !== undefined, ...verificationParams(v)],
     );
     const endpoint = rows[0];
     if (!endpoint) return { ok: false, reason: 'not_found' } as const;
@@ -182,6 +231,25 @@ export async function deleteEndpoint(db: Db, organizationId: string, id: string,
     await recordAudit(tx, organizationId, actorOf(actorMemberId), 'endpoint.deleted', { type: 'endpoint', id, name: endpoint.name }, { slug: endpoint.slug });
     return { ok: true, endpoint } as const;
   });
+}
+
+/** The stored verification of an endpoint, its row locked for this transaction; undefined when there is no such endpoint. */
+async function lockedVerification(tx: Queryable, organizationId: string, id: string): Promise<CurrentVerification | null | undefined> {
+  const { rows } = await tx.query<{ provider: CurrentVerification['provider']; secret: string | null; previous_secret: string | null; previous_expires_at: Date | null }>(
+    `select verification->>'provider' as provider, verification_secret as secret, verification_previous_secret as previous_secret,
+            verification_previous_expires_at as previous_expires_at
+       from endpoints where id = $1::uuid and organization_id = $2::uuid for update`,
+    [id, organizationId],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return { provider: r.provider, secret: r.secret, previousSecret: r.previous_secret, previousExpiresAt: r.previous_expires_at };
+}
+
+/** The four verification parameters of a write (all null when there is none). */
+function verificationParams(v: VerificationWrite | undefined): [string | null, string | null, string | null, string | null] {
+  if (!v) return [null, null, null, null];
+  return [v.verification && JSON.stringify(v.verification), v.secret, v.previousSecret, v.previousExpiresAt?.toISOString() ?? null];
 }
 
 /** The jsonb parameter for a validated `response` (null: the default answer). */

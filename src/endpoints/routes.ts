@@ -5,6 +5,8 @@ import { idParams, pathId } from '../http/schemas.ts';
 import { endpointResponses as R } from './responses.ts';
 import { presentIngestResponse } from './ingest-response.ts';
 import type { EndpointFields } from './validate.ts';
+import { presentVerification } from '../verification/settings.ts';
+import { verificationSetting } from '../verification/schemas.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, updateEndpoint, type Endpoint } from './endpoints.ts';
 
 // Types only: lengths and the https:// rule are the domain's (endpoints.ts),
@@ -26,12 +28,19 @@ const createBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, response: responseSetting },
+  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, response: responseSetting, verification: verificationSetting },
 } as const;
 const patchBody = {
   type: 'object',
   additionalProperties: false,
-  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, paused: { type: 'boolean' }, response: responseSetting },
+  properties: {
+    name: { type: 'string' },
+    description: nullableString,
+    forward_url: nullableString,
+    paused: { type: 'boolean' },
+    response: responseSetting,
+    verification: verificationSetting,
+  },
 } as const;
 
 interface EndpointBody {
@@ -40,6 +49,7 @@ interface EndpointBody {
   forward_url?: string | null;
   paused?: boolean;
   response?: EndpointFields['response'];
+  verification?: EndpointFields['verification'];
 }
 
 /** The Endpoint resource of the specification, plus its public ingestion URL. */
@@ -54,6 +64,7 @@ export function presentEndpoint(e: Endpoint, ingestUrl: string) {
     forward_url: e.forward_url,
     paused: e.paused,
     response: presentIngestResponse(e.response),
+    verification: presentVerification(e),
     created_at: e.created_at,
     updated_at: e.updated_at,
     ingest_url: `${ingestUrl}/h/${e.slug}`,
@@ -78,9 +89,9 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
     '/endpoints',
     { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.create' } }, schema: { body: createBody, response: R.created } },
     async (request, reply) => {
-      const { name, description, forward_url, response } = request.body;
+      const { name, description, forward_url, response, verification } = request.body;
       const a = request.auth;
-      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, response, createdBy: a.memberId });
+      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, response, verification, createdBy: a.memberId });
       if (!result.ok) {
         if (result.reason === 'invalid') throw badRequest(result.message);
         if (result.reason === 'plan_limit') throw planLimit(`The ${result.plan} plan allows ${result.limit} endpoints (paused ones count); delete one or upgrade the plan.`, 429);
@@ -106,9 +117,9 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
     { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.edit' } }, schema: { params: idParams, body: patchBody, response: R.updated } },
     async (request) => {
       const id = pathId(request.params.id, 'Endpoint');
-      const { name, description, forward_url, paused, response } = request.body ?? {};
+      const { name, description, forward_url, paused, response, verification } = request.body ?? {};
       const a = request.auth;
-      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused, response }, a.memberId);
+      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused, response, verification }, a.memberId);
       if (!result.ok) {
         if (result.reason === 'invalid') throw badRequest(result.message);
         throw notFound(`Endpoint ${id} not found.`);

@@ -1,4 +1,5 @@
 import { httpsTargetUrlProblem } from '../delivery/target-url.ts';
+import { verificationProblem, type VerificationInput } from '../verification/settings.ts';
 import { ingestResponseProblem } from './ingest-response.ts';
 
 /** Fields a client may set on an endpoint, in domain spelling. undefined = not given. */
@@ -8,6 +9,8 @@ export interface EndpointFields {
   forwardUrl?: string | null;
   /** The custom ingest answer (ingest-response.ts); null restores the default. */
   response?: { status: number; headers?: Record<string, string>; body?: string } | null;
+  /** Signature verification (src/verification/settings.ts); null removes it. */
+  verification?: VerificationInput | null;
 }
 
 export const NAME_MAX = 100;
@@ -39,6 +42,10 @@ export function endpointInputProblem(input: EndpointFields): string | undefined 
     const problem = forwardUrlProblem(input.forwardUrl);
     if (problem) return problem;
   }
-  if (input.response !== undefined) return ingestResponseProblem(input.response);
+  if (input.response !== undefined) {
+    const problem = ingestResponseProblem(input.response);
+    if (problem) return problem;
+  }
+  if (input.verification !== undefined) return verificationProblem(input.verification);
   return undefined;
 }

@@ -32,7 +32,11 @@ export class EndpointCache {
   private generation = 0;
   private unlisten: (() => Promise<void>) | undefined;
 
-  constructor(private readonly db: Db) {}
+  /** `ingestBase()`: the public ingest address, which Twilio verification signs over (known once the listener is bound). */
+  constructor(
+    private readonly db: Db,
+    private readonly ingestBase: () => string = () => '',
+  ) {}
 
   async start(): Promise<void> {
     this.unlisten = await this.db.listen(
@@ -61,7 +65,7 @@ export class EndpointCache {
     const now = opts.now ?? Date.now();
     if (!this.db.listening()) {
       if (this.entries.size > 0) this.clear();
-      return findIngestTarget(this.db, slug);
+      return findIngestTarget(this.db, slug, this.ingestBase());
     }
     const hit = opts.fresh ? undefined : this.entries.get(slug);
     if (hit && now - hit.cachedAt < TTL_MS) return hit.target;
@@ -69,7 +73,7 @@ export class EndpointCache {
     const running = this.inflight.get(slug);
     if (running && running.generation === this.generation && !opts.fresh) return running.promise;
     const generation = this.generation;
-    const promise = findIngestTarget(this.db, slug).finally(() => {
+    const promise = findIngestTarget(this.db, slug, this.ingestBase()).finally(() => {
       if (this.inflight.get(slug)?.promise === promise) this.inflight.delete(slug);
     });
     this.inflight.set(slug, { generation, promise });

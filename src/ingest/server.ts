@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import { urlHost, type Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { PreparedIngestResponse } from '../endpoints/ingest-response.ts';
 import type { IngestMetrics, RefusalReason } from '../metrics/metrics.ts';
@@ -10,6 +10,7 @@ import { CaptureBatcher } from './batcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
 import { headerPairs, headerValues, parseTarget, readBody } from './request-parts.ts';
 import { sourceAddress, trustedProxies } from './source-ip.ts';
+import { verifyRequest, type VerificationResult } from '../verification/verify.ts';
 
 export interface IngestDeps {
   db: Db;
@@ -43,6 +44,8 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 // past this, new requests get 503 instead of growing the heap without bound.
 const MAX_BUFFERED_BYTES = 512 * 1024 * 1024;
 const PAUSED = 'endpoint paused';
+// The sender-facing answer to a capture that enforce refused (issue 25's contract).
+const UNVERIFIED = { error: 'signature verification failed' };
 
 /**
  * The public ingestion listener: plain node:http, because it is the hot path
@@ -56,7 +59,9 @@ const PAUSED = 'endpoint paused';
  */
 export async function startIngest(deps: IngestDeps, port: number, opts: IngestOptions = {}): Promise<IngestListener> {
   const { db, config, logger, metrics } = deps;
-  const cache = new EndpointCache(db);
+  // WEIR_INGEST_URL, else this listener's own address once bound (as src/server.ts writes into links)
+  let ingestBase = config.ingestUrl ?? '';
+  const cache = new EndpointCache(db, () => ingestBase);
   await cache.start();
   const batcher = new CaptureBatcher(
     db,
@@ -107,6 +112,16 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
       // The id's millisecond is received_at, so the id names its partition.
       const id = newId(Date.now());
       const raw = req.rawHeaders;
+      // Verified on the exact bytes that are stored, before the capture
+      // statement, which writes the result with the capture. An endpoint
+      // without verification pays this one property check.
+      const verifier = endpoint.verification;
+      let verification: VerificationResult | undefined;
+      if (verifier) {
+        verification = verifyRequest(verifier, { rawHeaders: raw, body: body.body, slug: target.slug, path: target.path, query: target.query });
+        metrics?.verified(verifier.provider, verification.status);
+      }
+      const rejected = verification?.status === 'failed' && verifier!.enforce;
       const outcome = await batcher.submit({
         id,
         organization_id: endpoint.organization_id,
@@ -120,8 +135,13 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
         body_size: body.body.length,
         content_type: headerValues(raw, 'content-type')[0] ?? null,
         source_ip: sourceAddress(req.socket.remoteAddress, proxies ? headerValues(raw, 'x-forwarded-for') : [], proxies),
+        verification_status: verification?.status ?? null,
+        verification_reason: verification?.reason ?? null,
+        rejected,
       });
       if (outcome === 'stored') {
+        // Stored (so the user sees what was refused) but neither forwarded nor announced: the statement skips both.
+        if (rejected) return refuse(req, res, 'unverified', 401, UNVERIFIED);
         // The endpoint's custom answer (prepared when cached), else the default.
         if (endpoint.response) answerCustom(res, endpoint.response);
         else reply(req, res, 200, { request_id: id });
@@ -165,6 +185,7 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
     server.listen(port, config.host, () => resolve());
   });
   const bound = (server.address() as { port: number }).port;
+  ingestBase ||= `http://${urlHost(config.host)}:${bound}`;
 
   let closing: Promise<void> | undefined;
   return {

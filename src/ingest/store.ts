@@ -30,7 +30,9 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  *   other group.
  * - `u` is the group as rows: ids, times and body offsets travel as array
  *   parameters, the text columns (method, path, query, headers, content
- *   type, source address) as one JSON array of one array per capture, zipped
+ *   type, source address, and for an endpoint with signature verification
+ *   its status, reason and `rejected`, src/verification) as one JSON array
+ *   of one array per capture, zipped
  *   back into rows by ROWS FROM (unnest(...), jsonb_array_elements(...));
  *   the bodies travel as ONE binary bytea parameter cut apart by byte
  *   offsets (no hex doubling, no array literal to parse). It is a named
@@ -44,6 +46,8 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  *   (time and per-process sequence, so deliveries are claimed in arrival
  *   order) with the target's position in the variant byte and fresh random
  *   bits, so it is a UUIDv7 of the capture's millisecond.
+ *   A capture that enforce rejected (`rejected`) is stored but gets no
+ *   delivery and no announcement.
  * - pg_notify wakes the delivery workers once, on commit, when anything was queued.
  * - `announced` writes the request.captured outbox (src/subscriptions/capture-events.ts):
  *   one row per capture of an endpoint a live request.captured subscription
@@ -71,7 +75,8 @@ with live as (
     from endpoints e where e.id = any($8::uuid[]) for key share of e skip locked
 ), u as (
   select u.id, u.organization_id, u.endpoint_id, u.received_at, u.off, u.len, live.announce,
-         u.r->>0 as method, u.r->>1 as path, u.r->>2 as query, u.r->3 as headers, u.r->>4 as content_type, u.r->>5 as source_ip
+         u.r->>0 as method, u.r->>1 as path, u.r->>2 as query, u.r->3 as headers, u.r->>4 as content_type, u.r->>5 as source_ip,
+         u.r->>6 as verification_status, u.r->>7 as verification_reason, coalesce((u.r->>8)::boolean, false) as rejected
     from rows from (unnest($1::uuid[]), unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::timestamptz[]),
                     unnest($5::int[]), unnest($6::int[]), jsonb_array_elements($7::jsonb))
            as u(id, organization_id, endpoint_id, received_at, off, len, r)
@@ -80,13 +85,14 @@ with live as (
   select $9::bytea as bytes
 ), stored as (
   insert into captured_requests
-    (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type, source_ip)
+    (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type, source_ip,
+     verification_status, verification_reason, rejected)
   select u.id, u.organization_id, u.endpoint_id, u.received_at, u.method, u.path, u.query, u.headers, b.body,
-         octet_length(b.body), u.content_type, u.source_ip
+         octet_length(b.body), u.content_type, u.source_ip, u.verification_status, u.verification_reason, u.rejected
     from u, blob cross join lateral (select substring(blob.bytes from u.off + 1 for u.len) as body) b
 ), announced as (
   insert into capture_announcements (capture_id, organization_id, endpoint_id, received_at)
-  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce
+  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce and not u.rejected
   returning 1
 ), targets as materialized (
   select t.*, least(row_number() over (partition by t.endpoint_id order by t.sort_order, t.forward_destination_id nulls first) - 1, 63)::int as position
@@ -103,7 +109,7 @@ with live as (
   select encode(overlay(uuid_send(u.id) placing set_byte(substring(uuid_send(gen_random_uuid()) from 9 for 8), 0, 128 + t.position)
                         from 9 for 8), 'hex')::uuid,
          u.organization_id, u.id, u.received_at, t.endpoint_id, t.forward_destination_id, t.destination_type, t.url, t.agent_id
-    from targets t join u on u.endpoint_id = t.endpoint_id
+    from targets t join u on u.endpoint_id = t.endpoint_id and not u.rejected
    where exists (select from targets)
   returning 1
 )
@@ -125,7 +131,11 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[])
   // by hand or by the drivers' per-element serialisation (which was a
   // measurable share of the ingest process's CPU).
   let ids = '{', orgs = '{', endpointIds = '{', times = '{', offsets = '{', lengths = '{';
-  const texts = new Array<[string, string, string, [string, string][], string | null, string | null]>(captures.length);
+  // [method, path, query, headers, content_type, source_ip] and, only for an
+  // endpoint with verification, [verification_status, verification_reason,
+  // rejected]: the statement reads absent elements as null / false, so
+  // captures without verification carry nothing more.
+  const texts = new Array<unknown[]>(captures.length);
   const bodies = new Array<Buffer>(captures.length);
   const endpoints = new Array<string>(captures.length);
   let total = 0;
@@ -138,7 +148,9 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[])
     times += sep + c.received_at.toISOString();
     offsets += sep + total;
     lengths += sep + c.body.length;
-    texts[i] = [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip];
+    texts[i] = c.verification_status
+      ? [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip, c.verification_status, c.verification_reason ?? null, c.rejected === true]
+      : [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip];
     endpoints[i] = c.endpoint_id;
     bodies[i] = c.body;
     total += c.body.length;

@@ -1,11 +1,12 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LoopMetrics } from '../background/scheduler.ts';
 import type { Db } from '../db/db.ts';
+import { PROVIDERS, type Provider, type VerificationStatus } from '../verification/providers.ts';
 import { LeanHistogram } from './lean-histogram.ts';
 
 /** Why the ingest listener refused a capture; a closed set, so the label stays bounded. */
-export type RefusalReason = 'not_found' | 'too_large' | 'paused' | 'overloaded' | 'malformed';
-const REFUSAL_REASONS: readonly RefusalReason[] = ['not_found', 'too_large', 'paused', 'overloaded', 'malformed'];
+export type RefusalReason = 'not_found' | 'too_large' | 'paused' | 'overloaded' | 'malformed' | 'unverified';
+const REFUSAL_REASONS: readonly RefusalReason[] = ['not_found', 'too_large', 'paused', 'overloaded', 'malformed', 'unverified'];
 const DESTINATION_TYPES = ['https', 'agent'] as const;
 const OUTCOMES = ['succeeded', 'pending', 'failed'] as const;
 
@@ -14,6 +15,8 @@ export interface IngestMetrics {
   acknowledged(seconds: number): void;
   refused(reason: RefusalReason): void;
   group(size: number): void;
+  /** One signature verification (src/verification), by provider and outcome. */
+  verified(provider: Provider, status: VerificationStatus): void;
 }
 
 /** The hooks of the forwarding path, called once per attempt. */
@@ -79,10 +82,23 @@ export class WeirMetrics {
     });
     const refusedBy = Object.fromEntries(REFUSAL_REASONS.map((reason) => [reason, refusals.labels(reason)])) as Record<RefusalReason, Counter>;
     for (const reason of REFUSAL_REASONS) refusals.labels(reason).inc(0);
+    // Labels: the seven provider names and two outcomes, never an endpoint
+    // or a reason's free text; the series are made here, so a capture only increments.
+    const verifications = new Counter({
+      name: 'weir_verifications_total',
+      help: 'Signature verifications of captures, by provider and outcome (verified, failed).',
+      labelNames: ['provider', 'outcome'],
+      registers: [r],
+    });
+    const verifiedBy = Object.fromEntries(
+      PROVIDERS.map((p) => [p, { verified: verifications.labels(p, 'verified'), failed: verifications.labels(p, 'failed') }]),
+    ) as Record<Provider, Record<VerificationStatus, Counter>>;
+    for (const p of PROVIDERS) for (const o of ['verified', 'failed'] as const) verifiedBy[p][o].inc(0);
     this.ingest = {
       acknowledged: (seconds) => ackLatency.observe(seconds),
       refused: (reason) => refusedBy[reason].inc(),
       group: (size) => groups.observe(size),
+      verified: (provider, status) => verifiedBy[provider][status].inc(),
     };
 
     const attempts = new Counter({

@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { captureDeliveryStateSql, deliverySummaryLateralSql, summaryOfRow, type CaptureDeliveryState, type DeliverySummary, type SummaryColumns } from '../delivery/summary.ts';
+import type { FailureReason, VerificationStatus } from '../verification/verify.ts';
 import { idTimestamp, isoTime } from './capture-ids.ts';
 
 /** One HTTP request as captured on an ingestion URL. */
@@ -19,6 +20,11 @@ export interface Capture {
   body_size: number;
   content_type: string | null;
   source_ip: string | null;
+  /** Signature verification (src/verification): null when the endpoint had none. Optional on the write side, always read. */
+  verification_status?: 'verified' | 'failed' | null;
+  verification_reason?: FailureReason | null;
+  /** Refused by enforce: the sender got 401; stored, never forwarded or announced. */
+  rejected?: boolean;
 }
 
 export type CaptureSummary = Omit<Capture, 'body'>;
@@ -40,7 +46,7 @@ export async function deleteEndpointCaptures(tx: Queryable, endpointId: string):
  * for each read that leaves the body out (the capture pages here, the live
  * tail in tail.ts), so a column added to captures is added to all of them.
  */
-export const CAPTURE_SUMMARY_COLUMNS = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip';
+export const CAPTURE_SUMMARY_COLUMNS = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip, verification_status, verification_reason, rejected';
 
 /**
  * One capture of an organization. received_at is derived from the id, so the
@@ -71,6 +77,8 @@ export interface CaptureFilters {
   q?: string;
   /** Only captures whose delivery summary has this status (src/delivery/summary.ts). */
   deliveryStatus?: CaptureDeliveryState;
+  /** Only captures whose signature verification had this status. */
+  verification?: VerificationStatus;
 }
 
 /**
@@ -120,6 +128,7 @@ export function capturePageStatement(organizationId: string, endpointId: string,
   }
   // qualified: the state's subquery reads deliveries, which has an id and organization_id too
   if (f.deliveryStatus) where.push(`${captureDeliveryStateSql('captured_requests.id', 'captured_requests.organization_id')} = ${p(f.deliveryStatus)}`);
+  if (f.verification) where.push(`verification_status = ${p(f.verification)}`);
   return { text: `select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests where ${where.join(' and ')} order by id desc limit ${p(f.limit + 1)}`, params };
 }
 

@@ -19,6 +19,8 @@ export const EXAMPLE_CAPTURE = {
   content_type: 'application/json',
   body_size: 56,
   source_ip: '203.0.113.7',
+  verification: { status: 'verified', reason: null },
+  rejected: false,
   body: '{"id":"evt_1","type":"payment_intent.succeeded","data":{}}',
   body_encoding: 'utf8',
 };

@@ -14,6 +14,8 @@ export function presentCaptureSummary(c: CaptureSummary) {
     content_type: c.content_type,
     body_size: c.body_size,
     source_ip: c.source_ip,
+    verification: c.verification_status ? { status: c.verification_status, reason: c.verification_reason ?? null } : null,
+    rejected: c.rejected ?? false,
   };
 }
 

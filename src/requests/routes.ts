@@ -21,6 +21,7 @@ const listQuery = {
     until: { type: 'string' },
     q: { type: 'string', minLength: 1, maxLength: 200 },
     delivery_status: { type: 'string', enum: [...CAPTURE_DELIVERY_STATES], description: "Only captures whose delivery summary has this status (delivery.status)." },
+    verification: { type: 'string', enum: ['verified', 'failed'], description: 'Only captures whose signature verification had this status (verification.status).' },
   },
 } as const;
 
@@ -32,6 +33,7 @@ interface ListQuery {
   until?: string;
   q?: string;
   delivery_status?: CaptureDeliveryState;
+  verification?: 'verified' | 'failed';
 }
 
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -66,6 +68,7 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
         until,
         q: q.q,
         deliveryStatus: q.delivery_status,
+        verification: q.verification,
       });
       return { data: toPage(rows, q.limit, (c) => ({ ...presentCaptureSummary(c), delivery: c.delivery })) };
     },

@@ -7,6 +7,7 @@
  */
 import { CAPTURE_DELIVERY_STATES } from '../delivery/summary.ts';
 import { EXAMPLE_CAPTURE } from './example.ts';
+import { captureVerification } from '../verification/schemas.ts';
 
 const nullableString = { type: ['string', 'null'] } as const;
 
@@ -30,7 +31,7 @@ const deliverySummarySchema = {
 export const captureSummarySchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'endpoint_id', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'body_size', 'source_ip'],
+  required: ['id', 'endpoint_id', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'body_size', 'source_ip', 'verification', 'rejected'],
   properties: {
     id: { type: 'string', format: 'uuid' },
     endpoint_id: { type: 'string', format: 'uuid' },
@@ -46,6 +47,11 @@ export const captureSummarySchema = {
     content_type: nullableString,
     body_size: { type: 'integer' },
     source_ip: nullableString,
+    verification: captureVerification,
+    rejected: {
+      type: 'boolean',
+      description: "true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced.",
+    },
     delivery: deliverySummarySchema,
   },
 } as const;

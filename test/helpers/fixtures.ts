@@ -118,6 +118,7 @@ export function captureOf(endpoint: { id: string; organization_id: string }, c: 
     body_size: body.length,
     content_type: c.content_type !== undefined ? c.content_type : (headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1] ?? null),
     source_ip: c.source_ip !== undefined ? c.source_ip : '127.0.0.1',
+    ...(c.verification_status ? { verification_status: c.verification_status, verification_reason: c.verification_reason ?? null, rejected: c.rejected ?? false } : {}),
   };
 }
 

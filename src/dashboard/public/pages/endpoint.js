@@ -12,6 +12,7 @@ import { formatBytes, formatTime, timeAgo } from '../lib/format.js';
 import { Badge, ConfirmButton, CopyButton, ErrorNote, Field, Loading, Page, TabLinks } from '../lib/ui.js';
 import { EndpointDestinations } from './endpoint-destinations.js';
 import { IngestResponseSettings } from './endpoint-response.js';
+import { VerificationBadge, VerificationSettings } from './endpoint-verification.js';
 import { EndpointFields } from './endpoints.js';
 import { RequestDetail } from './request-detail.js';
 
@@ -121,13 +122,14 @@ function EndpointSettings({ endpoint, me, onSaved }) {
       <${ErrorNote} error=${action.error} id="settings-error" />
     </form>
   </section>
+  <${VerificationSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />
   <${IngestResponseSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />`;
 }
 
 // ---- Requests tab ----
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
-const FILTER_KEYS = ['q', 'method', 'since', 'until', 'delivery_status'];
+const FILTER_KEYS = ['q', 'method', 'since', 'until', 'delivery_status', 'verification'];
 /** The capture's delivery summary (GET .../requests `delivery`, docs/capture.md): its label and tone. */
 const DELIVERY = {
   failed: ['failed', 'bad'],
@@ -165,6 +167,7 @@ function passesLocal(r, f) {
   const t = new Date(r.received_at).getTime();
   if (f.since && t < new Date(f.since).getTime()) return false;
   if (f.until && t >= new Date(f.until).getTime()) return false;
+  if (f.verification && r.verification?.status !== f.verification) return false;
   return true;
 }
 
@@ -198,15 +201,22 @@ function RequestsTab({ endpoint, requestId, query }) {
 }
 
 function RequestFilters({ filters }) {
-  const [v, setV] = useState({ q: filters.q ?? '', method: filters.method ?? '', since: toLocalInput(filters.since), until: toLocalInput(filters.until), delivery_status: filters.delivery_status ?? '' });
+  const [v, setV] = useState({
+    q: filters.q ?? '',
+    method: filters.method ?? '',
+    since: toLocalInput(filters.since),
+    until: toLocalInput(filters.until),
+    delivery_status: filters.delivery_status ?? '',
+    verification: filters.verification ?? '',
+  });
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.value });
   const apply = (e) => {
     e.preventDefault();
-    setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until), delivery_status: v.delivery_status });
+    setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until), delivery_status: v.delivery_status, verification: v.verification });
   };
   const clear = () => {
-    setV({ q: '', method: '', since: '', until: '', delivery_status: '' });
-    setQuery({ q: '', method: '', since: '', until: '', delivery_status: '' });
+    setV({ q: '', method: '', since: '', until: '', delivery_status: '', verification: '' });
+    setQuery({ q: '', method: '', since: '', until: '', delivery_status: '', verification: '' });
   };
   const active = Object.keys(filters).length > 0;
   // folded away until used, so the list starts near the top on a phone
@@ -228,6 +238,13 @@ function RequestFilters({ filters }) {
       <select id="filter-delivery" value=${v.delivery_status} onChange=${set('delivery_status')}>
         <option value="">Any</option>
         ${Object.entries(DELIVERY).map(([value, [label]]) => html`<option value=${value}>${label}</option>`)}
+      </select>
+    <//>
+    <${Field} id="filter-verification" label="Signature">
+      <select id="filter-verification" value=${v.verification} onChange=${set('verification')}>
+        <option value="">Any</option>
+        <option value="verified">verified</option>
+        <option value="failed">failed</option>
       </select>
     <//>
     <${Field} id="filter-since" label="From">
@@ -359,7 +376,7 @@ function RequestRow({ r, endpointId, selected, search }) {
   return html`<li>
     <a class="req-row" href=${`/endpoints/${endpointId}/requests/${r.id}${search}`} aria-current=${selected ? 'page' : undefined} data-id=${r.id}>
       <span class="req-line"><span class=${'method m-' + r.method.toLowerCase()}>${r.method}</span> <span class="req-target">${target}</span></span>
-      <span class="req-meta muted"><time datetime=${r.received_at} title=${formatTime(r.received_at)}>${timeAgo(r.received_at)}</time> · ${formatBytes(r.body_size)}${r.content_type ? ' · ' + r.content_type : ''}${r.delivery ? html` <${DeliveryBadge} d=${r.delivery} />` : null}</span>
+      <span class="req-meta muted"><time datetime=${r.received_at} title=${formatTime(r.received_at)}>${timeAgo(r.received_at)}</time> · ${formatBytes(r.body_size)}${r.content_type ? ' · ' + r.content_type : ''}${r.delivery ? html` <${DeliveryBadge} d=${r.delivery} />` : null}${r.verification ? html` <${VerificationBadge} v=${r.verification} rejected=${r.rejected} />` : null}</span>
     </a>
   </li>`;
 }

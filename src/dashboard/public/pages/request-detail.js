@@ -8,6 +8,7 @@ import { html, useEffect, useMemo, useRef, useState } from '../lib/html.js';
 import { useAction, useLoad, usePoll } from '../lib/hooks.js';
 import { can, useMe } from '../lib/session.js';
 import { Badge, CopyButton, ErrorNote, Field, Loading } from '../lib/ui.js';
+import { VerificationBadge } from './endpoint-verification.js';
 
 /** @param {{ requestId: string, endpoint: { id: string, name: string, ingest_url: string } }} props */
 export function RequestDetail({ requestId, endpoint }) {
@@ -35,6 +36,7 @@ export function RequestDetail({ requestId, endpoint }) {
       <dt>Size</dt><dd>${r.body_size === 0 ? 'no body' : `${formatBytes(r.body_size)}${r.body_size >= 1024 ? ` (${r.body_size.toLocaleString()} bytes)` : ''}`}</dd>
       <dt>Content type</dt><dd>${r.content_type ? html`<code>${r.content_type}</code>` : html`<span class="muted">none</span>`}</dd>
       <dt>Request id</dt><dd><code>${r.id}</code></dd>
+      ${r.verification ? html`<dt>Signature</dt><dd><${VerificationBadge} v=${r.verification} rejected=${r.rejected} /></dd>` : null}
     </dl>
     <${ReplayBox} r=${r} mayReplay=${can(me, 'requests.replay', 'requests:replay')} />
     <${BodyView} r=${r} />
