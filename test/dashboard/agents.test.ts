@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { expectText, horizontalOverflow, launchChromium, seriousA11yViolations, signIn } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, launchChromium, recordPageErrors, seriousA11yViolations, signIn } from '../helpers/browser.ts';
 import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
 import { startAgent, type AgentProcess } from '../agents/helpers.ts';
 
@@ -33,7 +33,7 @@ describe('dashboard: agents', () => {
   async function open(opts: { width?: number } = {}): Promise<{ page: Page; errors: string[] }> {
     const page = await browser.newPage({ viewport: { width: opts.width ?? 1280, height: 800 } });
     const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
+    recordPageErrors(page, errors);
     await signIn(page, weir.base, weir.bootstrapKey!, '/agents');
     await page.getByRole('heading', { level: 1, name: 'Agents' }).waitFor();
     return { page, errors };

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { expectText, horizontalOverflow, launchChromium, seriousA11yViolations, waitForFocus } from '../helpers/browser.ts';
+import { expectText, horizontalOverflow, launchChromium, recordPageErrors, seriousA11yViolations, waitForFocus } from '../helpers/browser.ts';
 import { focused, tabTo } from '../helpers/dashboard-keyboard.ts';
 import { startReceiver, testCa, type Receiver } from '../helpers/https.ts';
 import { freshStore, http, startWeirProcess, type Store, type WeirProcess } from '../helpers/weir-process.ts';
@@ -40,12 +40,12 @@ describe('dashboard: endpoints, end to end', () => {
 
   const api = (method: string, path: string, body?: unknown, token = key) => http(weir.base, method, '/v1' + path, { token, body });
 
-  /** A signed-in page in a context that may read the clipboard; errors collects uncaught page errors. */
+  /** A signed-in page in a context that may read the clipboard; errors collects what says the page went wrong (recordPageErrors). */
   async function open(width = 1280, height = 900, token = key): Promise<{ page: Page; context: BrowserContext; errors: string[] }> {
     const context = await browser.newContext({ viewport: { width, height }, permissions: ['clipboard-read', 'clipboard-write'] });
     const page = await context.newPage();
     const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
+    recordPageErrors(page, errors);
     await page.goto(weir.base + '/');
     await page.getByLabel('API key').fill(token);
     await page.getByRole('button', { name: 'Sign in' }).click();

@@ -61,11 +61,35 @@ export function useDashboard(): UsedTestApp & { readonly base: string; readonly 
   }) as UsedTestApp & { base: string; browser: Browser };
 }
 
-/** A page of the dashboard that records uncaught errors and failed console messages for the test to assert empty. */
+/**
+ * What a page may log as an error without the page being wrong: Chromium's
+ * own line for an API answer of 4xx, which the dashboard shows to the user
+ * as the API's message (a refused form, a signed-out key).
+ */
+const EXPECTED_CONSOLE_ERROR = /^Failed to load resource: the server responded with a status of 4\d\d\b/;
+
+/**
+ * Records into `errors`, for the test to assert empty, everything that says
+ * a page went wrong: an uncaught error, a console.error (a CSP refusal is
+ * one), and a request that failed (network error, refused, blocked); not a
+ * request the page itself aborted (a stream it closed, a navigation).
+ */
+export function recordPageErrors(page: Page, errors: string[]): void {
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !EXPECTED_CONSOLE_ERROR.test(m.text())) errors.push(`console.error: ${m.text()}`);
+  });
+  page.on('requestfailed', (r) => {
+    const why = r.failure()?.errorText ?? 'failed';
+    if (why !== 'net::ERR_ABORTED') errors.push(`request failed: ${r.method()} ${r.url()}: ${why}`);
+  });
+}
+
+/** A page of the dashboard that records uncaught errors, console errors and failed requests (recordPageErrors) for the test to assert empty. */
 export async function openDashboardPage(browser: Browser, opts: { width?: number; height?: number } = {}): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 } });
   const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
+  recordPageErrors(page, errors);
   return { page, errors };
 }
 
