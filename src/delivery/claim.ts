@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/db.ts';
+import { BATCH_MARKS, CANCELLED_ERROR } from './replay-batch.ts';
 import { agentRetry, DEFAULT_RETRY } from './retry-policy.ts';
 import { CLAIM_SQL, type ClaimRow } from './claim-statement.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
@@ -149,13 +150,16 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
  */
 export async function requeueExpiredLeases(db: Queryable, opts: { everyLease?: boolean } = {}): Promise<number> {
   const { rowCount } = await db.query(
+    // a paused batch's delivery stays held, a cancelled one's ends failed (replay-batch.ts BATCH_MARKS)
     `update deliveries
-        set status = 'pending', next_attempt_at = now(), paced_slot = null,
+        set status = case when next_attempt_at = $3::timestamptz then 'failed' else 'pending' end,
+            next_attempt_at = case when next_attempt_at >= $2::timestamptz then next_attempt_at else now() end, paced_slot = null,
             lease_until = null, leased_by = null, lease_id = null,
-            last_error = 'lease expired: the worker stopped before recording an outcome', updated_at = now()
+            last_error = case when next_attempt_at = $3::timestamptz then $4
+                              else 'lease expired: the worker stopped before recording an outcome' end, updated_at = now()
       where id in (select id from deliveries where status = 'in_flight' and ($1::boolean or lease_until < now())
                     for update skip locked)`,
-    [opts.everyLease ?? false],
+    [opts.everyLease ?? false, ...BATCH_MARKS, CANCELLED_ERROR],
   );
   return rowCount;
 }
@@ -169,11 +173,15 @@ export async function requeueExpiredLeases(db: Queryable, opts: { everyLease?: b
 export async function releaseLeases(db: Queryable, leaseIds: readonly string[], opts: { keepDue?: boolean } = {}): Promise<number> {
   if (leaseIds.length === 0) return 0;
   const { rowCount } = await db.query(
+    // a paused batch's delivery stays held, a cancelled one's ends failed (replay-batch.ts BATCH_MARKS)
     `update deliveries
-        set status = 'pending', next_attempt_at = case when $2::boolean then least(next_attempt_at, now()) else now() end, paced_slot = null,
+        set status = case when next_attempt_at = $4::timestamptz then 'failed' else 'pending' end,
+            next_attempt_at = case when next_attempt_at >= $3::timestamptz then next_attempt_at
+                                   when $2::boolean then least(next_attempt_at, now()) else now() end, paced_slot = null,
+            last_error = case when next_attempt_at = $4::timestamptz then $5 else last_error end,
             lease_until = null, leased_by = null, lease_id = null, updated_at = now()
       where lease_id = any($1::uuid[]) and status = 'in_flight'`,
-    [leaseIds, opts.keepDue ?? false],
+    [leaseIds, opts.keepDue ?? false, ...BATCH_MARKS, CANCELLED_ERROR],
   );
   return rowCount;
 }

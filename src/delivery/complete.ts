@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { outcomeConcernsIncidents, RECORD_OUTCOMES_FOR_INCIDENTS } from '../incidents/record.ts';
+import { BATCH_MARKS, CANCELLED_ERROR } from './replay-batch.ts';
 import type { Decision } from './retry-policy.ts';
 import { SUPERSEDE_WAITING_AFTER_REPLAY } from './supersede.ts';
 import type { AttemptResult, ClaimedDelivery } from './transport.ts';
@@ -36,12 +37,17 @@ const INPUT_AND_ATTEMPT = `with input as (
         where exists (select 1 from deliveries d where d.id = input.delivery_id)
      )`;
 
+// Another try ($19 held, $20 cancelled: replay-batch.ts BATCH_MARKS) keeps a
+// paused batch's mark, and ends a cancelled batch's delivery failed.
 const MOVE = `update deliveries d
-        set status = i.status,
+        set status = case when i.status = 'pending' and d.next_attempt_at = $20::timestamptz then 'failed' else i.status end,
             attempt_count = d.attempt_count + 1,
-            next_attempt_at = case when i.status = 'pending' then now() + i.delay_s * interval '1 second' else d.next_attempt_at end,
+            next_attempt_at = case when i.status = 'pending' and d.next_attempt_at < $19::timestamptz
+                                   then now() + i.delay_s * interval '1 second' else d.next_attempt_at end,
             paced_slot = null, lease_until = null, leased_by = null, lease_id = null,
-            last_status_code = i.status_code, last_error = i.last_error, last_attempt_at = i.started_at, updated_at = now()
+            last_status_code = i.status_code,
+            last_error = case when i.status = 'pending' and d.next_attempt_at = $20::timestamptz then $21 else i.last_error end,
+            last_attempt_at = i.started_at, updated_at = now()
        from input i
       where d.id = i.delivery_id and d.lease_id = i.lease_id and d.status = 'in_flight'`;
 
@@ -102,6 +108,8 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
       col((o) => clean(lastErrorOf(o))),
       col((o) => o.delivery.leaseId),
       node,
+      ...BATCH_MARKS,
+      CANCELLED_ERROR,
     ],
   );
   return new Set(rows.map((r) => r.id));

@@ -47,37 +47,65 @@ export async function endIdleBatchPacing(db: Queryable): Promise<number> {
 export const HELD_UNTIL = '9999-01-01T00:00:00Z';
 
 /**
- * Parks a batch's waiting deliveries (pause): due never, their slots given
- * back. What is in flight finishes.
+ * What a delivery in flight carries in next_attempt_at when its batch was
+ * cancelled while it was being sent (next_attempt_at means nothing to a
+ * delivery in flight until it needs another try). Every statement that
+ * takes a delivery out of flight for another try reads the two marks
+ * (BATCH_MARKS): a held delivery stays held, a cancelled one ends failed.
+ * So pause and cancel hold for what was in flight at the time too, in
+ * whichever order the mark and the attempt's outcome commit (both update
+ * the delivery's row, so one waits for the other and sees its result).
+ */
+export const CANCELLED_MARK = '9999-12-31T00:00:00Z';
+
+/** The marks as the statements that read them take them: [held, cancelled]. */
+export const BATCH_MARKS = [HELD_UNTIL, CANCELLED_MARK] as const;
+
+/** The error a delivery of a cancelled batch ends with. */
+export const CANCELLED_ERROR = 'the replay batch was cancelled';
+
+/**
+ * Parks a batch's deliveries (pause): waiting ones are due never, their
+ * slots given back; one in flight finishes its attempt, and if it needs
+ * another try, that try is held too (the mark above). Returns how many
+ * are held.
  */
 export async function holdBatch(db: Queryable, batchId: string): Promise<number> {
   const { rowCount } = await db.query(
-    `update deliveries set next_attempt_at = $2, paced_slot = null, updated_at = now()
-      where replay_batch_id = $1::uuid and status = 'pending'`,
+    `update deliveries set next_attempt_at = $2, paced_slot = case when status = 'pending' then null else paced_slot end, updated_at = now()
+      where replay_batch_id = $1::uuid and status in ('pending', 'in_flight')`,
     [batchId, HELD_UNTIL],
   );
   return rowCount;
 }
 
-/** Resumes a held batch: due now, paced again from now on. */
+/** Resumes a held batch: due now, paced again from now on; one in flight retries as usual if it must. */
 export async function releaseBatch(db: Queryable, batchId: string): Promise<number> {
   await db.query(`update replay_batch_pacing set next_slot_at = now() where replay_batch_id = $1::uuid`, [batchId]);
   const { rowCount } = await db.query(
-    `update deliveries set next_attempt_at = now(), paced_slot = null, updated_at = now()
-      where replay_batch_id = $1::uuid and status = 'pending'`,
-    [batchId],
+    `update deliveries set next_attempt_at = now(), paced_slot = case when status = 'pending' then null else paced_slot end, updated_at = now()
+      where replay_batch_id = $1::uuid and (status = 'pending' or (status = 'in_flight' and next_attempt_at = $2))`,
+    [batchId, HELD_UNTIL],
   );
   if (rowCount > 0) await wakeWorkers(db);
   return rowCount;
 }
 
-/** Ends a batch's waiting deliveries (retries included) as failed (cancel); returns their ids. In-flight ones finish. */
+/**
+ * Ends a batch's waiting deliveries (retries included) as failed (cancel)
+ * and returns their ids; one in flight finishes its attempt and, if it
+ * would need another try, ends failed instead (the mark above).
+ */
 export async function cancelBatch(db: Queryable, batchId: string): Promise<string[]> {
+  await db.query(`update deliveries set next_attempt_at = $2, updated_at = now() where replay_batch_id = $1::uuid and status = 'in_flight'`, [
+    batchId,
+    CANCELLED_MARK,
+  ]);
   const { rows } = await db.query<{ id: string }>(
-    `update deliveries set status = 'failed', paced_slot = null, last_error = 'the replay batch was cancelled', updated_at = now()
+    `update deliveries set status = 'failed', paced_slot = null, last_error = $2, updated_at = now()
       where replay_batch_id = $1::uuid and status = 'pending'
       returning id`,
-    [batchId],
+    [batchId, CANCELLED_ERROR],
   );
   return rows.map((r) => r.id);
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import { HELD_UNTIL } from '../../src/delivery/replay-batch.ts';
+import { releaseLeases, requeueExpiredLeases } from '../../src/delivery/claim.ts';
+import { CANCELLED_ERROR, CANCELLED_MARK, HELD_UNTIL } from '../../src/delivery/replay-batch.ts';
 import { superviseReplayBatches } from '../../src/incidents/replay.ts';
 import { call, seedOrg, useTestApp } from '../helpers/app.ts';
 import { startReceiver, type Receiver } from '../helpers/https.ts';
@@ -171,6 +172,95 @@ describe('incident replay', () => {
       assert.equal(again.status, 409);
       assert.equal(again.json.error.code, 'conflict');
       assert.equal(rx.received.length, 1);
+    });
+  });
+
+  describe('a delivery in flight when its batch is paused or cancelled', () => {
+    /**
+     * Two failures replayed to a receiver that holds each request until
+     * `answer` is opened and then says 503, with retries on (1 s): the
+     * batch is paused or cancelled while both are in flight.
+     */
+    async function inFlightBatch() {
+      let open!: () => void;
+      const answer = new Promise<void>((r) => (open = r));
+      let status = 503;
+      const { s, rx, incidentId, destinationId } = await failingIncident(2, () => ({ status, until: answer }) as { status: number });
+      await t.db.query(`update forward_destinations set retry_enabled = true, retry_schedule = '{1}' where id = $1::uuid`, [destinationId]);
+      workers.push(await startTestWorker(t.db));
+      const r = await call(t.app, 'POST', `/v1/incidents/${incidentId}/replay`, { key: s.key, body: { requests_per_minute: 6000 } });
+      const batchId: string = r.json.data.replay_batch_id;
+      await rx.waitFor(2);
+      const rows = () =>
+        t.db.query<{ status: string; next_attempt_at: Date; last_error: string | null; attempt_count: number }>(
+          `select status, next_attempt_at, last_error, attempt_count from deliveries where replay_batch_id = $1::uuid order by id`,
+          [batchId],
+        );
+      assert.deepEqual((await rows()).rows.map((d) => d.status), ['in_flight', 'in_flight']);
+      return { s, rx, batchId, rows, open, answerWith: (code: number) => (status = code) };
+    }
+
+    it('pause: the attempt finishes, and the retry it needs is held, not sent, until resume', async () => {
+      const b = await inFlightBatch();
+      assert.equal((await call(t.app, 'POST', `/v1/replay-batches/${b.batchId}/pause`, { key: b.s.key })).status, 200);
+      b.open(); // both attempts now fail with 503, retryable in 1 s
+      const held = await waitUntil(async () => {
+        const { rows } = await b.rows();
+        return rows.every((d) => d.attempt_count === 1 && d.status !== 'in_flight') ? rows : undefined;
+      }, 'both attempts to be recorded');
+      for (const d of held) {
+        assert.equal(d.status, 'pending');
+        assert.equal(d.next_attempt_at.toISOString(), new Date(HELD_UNTIL).toISOString(), 'the retry waits for resume, not for its 1 s');
+      }
+      b.answerWith(200);
+      assert.equal((await call(t.app, 'POST', `/v1/replay-batches/${b.batchId}/resume`, { key: b.s.key })).json.data.status, 'running');
+      await b.rx.waitFor(4);
+      await waitUntil(async () => ((await b.rows()).rows.every((d) => d.status === 'succeeded') ? true : undefined), 'the resumed retries to succeed');
+    });
+
+    it('cancel: the attempt finishes, and a delivery that would retry ends failed instead', async () => {
+      const b = await inFlightBatch();
+      const c = await call(t.app, 'POST', `/v1/replay-batches/${b.batchId}/cancel`, { key: b.s.key });
+      assert.equal(c.status, 200);
+      b.open();
+      const ended = await waitUntil(async () => {
+        const { rows } = await b.rows();
+        return rows.every((d) => d.attempt_count === 1 && d.status !== 'in_flight') ? rows : undefined;
+      }, 'both attempts to be recorded');
+      assert.deepEqual(ended.map((d) => [d.status, d.last_error]), [['failed', CANCELLED_ERROR], ['failed', CANCELLED_ERROR]]);
+      assert.equal(b.rx.received.length, 2, 'no retry was sent');
+    });
+  });
+
+  describe('a paused or cancelled batch\'s delivery whose lease ends without an outcome', () => {
+    it('stays held, or ends failed, whether its lease expired or its worker gave it back', async () => {
+      const s = await seedOrg(t.db);
+      const { destinationId } = await seedIncident(t.db, s.org.id, { n: 4 });
+      const { rows } = await t.db.query<{ id: string }>(`select id from deliveries where forward_destination_id = $1::uuid order by id`, [destinationId]);
+      const lease = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
+      const marks = [HELD_UNTIL, CANCELLED_MARK, HELD_UNTIL, CANCELLED_MARK];
+      for (const [k, d] of rows.entries()) {
+        // the first two: their lease ran out; the last two: their worker gives them back (shutdown)
+        await t.db.query(
+          `update deliveries set status = 'in_flight', next_attempt_at = $2, lease_id = $3::uuid,
+                  lease_until = case when $4 then now() - interval '1 minute' else now() + interval '1 hour' end where id = $1::uuid`,
+          [d.id, marks[k], k < 2 ? null : lease[k - 2], k < 2],
+        );
+      }
+      assert.equal(await requeueExpiredLeases(t.db), 2);
+      assert.equal(await releaseLeases(t.db, lease), 2);
+      const after = await t.db.query<{ status: string; next_attempt_at: Date; last_error: string | null }>(
+        `select status, next_attempt_at, last_error from deliveries where forward_destination_id = $1::uuid order by id`,
+        [destinationId],
+      );
+      for (const [k, d] of after.rows.entries()) {
+        if (marks[k] === HELD_UNTIL) {
+          assert.equal(d.status, 'pending', `delivery ${k}`);
+          assert.equal(d.next_attempt_at.toISOString(), new Date(HELD_UNTIL).toISOString(), `delivery ${k} stays held`);
+        } else {
+          assert.deepEqual([d.status, d.last_error], ['failed', CANCELLED_ERROR], `delivery ${k}`);
+        }
+      }
     });
   });
 
