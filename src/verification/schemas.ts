@@ -27,7 +27,7 @@ export const verificationSetting = {
       description: 'With a new `secret`: the current secret keeps verifying until this time (ISO 8601, at most 30 days ahead).',
     },
   },
-  example: { provider: 'stripe', secret: 'whsec_5257a869e7ecebeda32affa62cdc3fa5', enforce: true },
+  examples: [{ provider: 'stripe', secret: 'whsec_5257a869e7ecebeda32affa62cdc3fa5', enforce: true }],
 } as const;
 
 /** The endpoint's `verification` as reads show it. */

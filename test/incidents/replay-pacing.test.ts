@@ -6,7 +6,7 @@ import { openPostgres } from '../../src/db/postgres.ts';
 import { claimDeliveries, type ClaimOptions } from '../../src/delivery/claim.ts';
 import { completeAttempts, type Outcome } from '../../src/delivery/complete.ts';
 import { replayRequest } from '../../src/delivery/replay.ts';
-import { endIdleBatchPacing, holdBatch } from '../../src/delivery/replay-batch.ts';
+import { endIdleBatchPacing, holdBatch, releaseBatch } from '../../src/delivery/replay-batch.ts';
 import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
 import { queueIncidentReplay } from '../../src/incidents/replay.ts';
 import { insertCaptures, insertEndpoint, insertForwardDestination } from '../helpers/fixtures.ts';
@@ -100,9 +100,10 @@ describe('replay batch pacing and the cheaper claim', () => {
     // one in flight, one pending: the row stays
     assert.equal(await endIdleBatchPacing(t.db), 0);
     // a paused batch's held deliveries still need their pacing when it resumes
-    assert.equal(await holdBatch(t.db, batchId), 1);
+    // (the one waiting, and the one in flight, whose retry would be held)
+    assert.equal(await holdBatch(t.db, batchId), 2);
     assert.equal(await endIdleBatchPacing(t.db), 0);
-    await t.db.query(`update deliveries set next_attempt_at = now() where replay_batch_id = $1::uuid and status = 'pending'`, [batchId]);
+    assert.equal(await releaseBatch(t.db, batchId), 2);
     const second = await claim(t.db, { pacedBatches: first.pacedBatches });
     assert.equal(second.claimed.length, 1);
     assert.equal(second.pacedBatches, true);
