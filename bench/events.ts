@@ -10,8 +10,12 @@
  *      organization with 1,000 capture subscriptions ÷ one with none,
  *      alternated A/B rounds; the producer does not run meanwhile (its
  *      fan-out is (a)'s);
- *  (c) the live tail: captures/s a following client is handed ÷ the rate
- *      they were stored at full speed, and the lag from store to push;
+ *  (c) the live tail: a real `weir serve` saturated by HTTP webhooks while a
+ *      client follows its stream over HTTP: captures/s the client is
+ *      handed ÷ captures/s acknowledged, what it never saw, and the lag
+ *      from receipt to the client (bench/tail-http.ts); then the tail's
+ *      hub alone, in this process, against the capture statement run in a
+ *      loop, faster than HTTP ingest can store (what the hub can push);
  *  (d) this process's CPU while 1,000 subscriptions are idle but one event
  *      is in flight (its target never answers).
  * The database is PGlite in memory, or a fresh PostgreSQL database beside
@@ -34,6 +38,7 @@ import { openTestDb } from '../test/helpers/db.ts';
 import { testTransport } from '../test/delivery/helpers.ts';
 import { captureOf, insertEndpoint, type EndpointFixture } from '../test/helpers/fixtures.ts';
 import { startReceiver } from '../test/helpers/https.ts';
+import { tailUnderHttpIngest } from './tail-http.ts';
 
 const SUBS = (process.env.BENCH_SUBS ?? '1,100,1000,10000').split(',').map(Number);
 const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? 5);
@@ -150,7 +155,9 @@ async function ingestRate(ep: EndpointFixture, seconds: number): Promise<number>
 
 // (c) live tail keep-up
 {
-  console.log('\n(c) live tail');
+  console.log(`\n(c) live tail, one client following a real weir serve saturated by HTTP ingest (${TAIL_SECONDS} s)`);
+  await tailUnderHttpIngest(db.kind === 'pglite' ? 'pglite' : 'postgres', TAIL_SECONDS, process.env.DATABASE_URL ?? '');
+  console.log('  the hub alone, in this process, against the capture statement in a loop (no HTTP):');
   const ep = await insertEndpoint(db, (await createOrganization(db, { name: 'Tail', plan: 'business', region: 'us' })).id);
   const hub = new TailHub(db, silent);
   const pushedAt = new Map<string, number>();
@@ -173,7 +180,7 @@ async function ingestRate(ep: EndpointFixture, seconds: number): Promise<number>
   const ingestRateTail = (storedAt.size / ingestMs) * 1000;
   const tailRate = (pushedAt.size / (last - t0)) * 1000;
   console.log(
-    `  stored ${storedAt.size} at ${fmt(ingestRateTail)}/s; pushed ${pushedAt.size} (${storedAt.size - pushedAt.size} missing) at ${fmt(tailRate)}/s; ratio ${fmt(tailRate / ingestRateTail, 3)}; lag p50 ${fmt(pct(lag, 50))} ms, p99 ${fmt(pct(lag, 99))} ms`,
+    `  ${db.kind.padEnd(8)} stored ${storedAt.size} at ${fmt(ingestRateTail)}/s; pushed ${pushedAt.size} (${storedAt.size - pushedAt.size} missing) at ${fmt(tailRate)}/s; ratio ${fmt(tailRate / ingestRateTail, 3)}; lag p50 ${fmt(pct(lag, 50))} ms, p99 ${fmt(pct(lag, 99))} ms`,
   );
   sub.unsubscribe();
   hub.stop();

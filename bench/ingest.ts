@@ -20,19 +20,18 @@
 // request_id that was acknowledged is looked up in the database. On Linux
 // each saturated measurement also prints CPU per request of the server
 // process, the local PostgreSQL processes and the load generator.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Db } from '../src/db/db.ts';
 import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator, type LoadResult } from './ingest-load.ts';
+import { child, runLoad, spawnWeir, waitFor } from './weir-process.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -83,25 +82,6 @@ interface Cpu {
   load: number;
 }
 
-function child(args: string[], env: Record<string, string | undefined> = process.env): { proc: ChildProcess; output: () => string; exited: Promise<unknown> } {
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  return { proc, output: () => out, exited };
-}
-
-async function waitFor<T>(get: () => T | undefined, what: string, ms = 120_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const v = get();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 async function startBare(): Promise<Target> {
   const c = child(['--import', 'tsx', 'bench/ingest-bare.ts']);
   const port = await waitFor(() => /^(\d+)\n/.exec(c.output())?.[1], 'the bare server');
@@ -117,43 +97,19 @@ async function startBare(): Promise<Target> {
 }
 
 async function startWeir(name: string, store: Record<string, string>, open: () => Promise<Db>, cleanup: () => Promise<void>, endpoint: object = { name: 'bench' }): Promise<Target> {
-  const env: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('WEIR_') && k !== 'DATABASE_URL') env[k] = v;
-  Object.assign(env, { WEIR_API_PORT: '0', WEIR_INGEST_PORT: '0', WEIR_LOG_LEVEL: 'warn' }, store);
-  const c = child(['bin/weir.mjs', 'serve'], env);
-  const started = await waitFor(() => {
-    const out = c.output();
-    const api = /API: +(\S+)\/v1 /.exec(out);
-    const ingest = /Ingest: +\S+ +\(port (\d+)\)/.exec(out);
-    const key = /^\s+(\S+_live_\S+)\s*$/m.exec(out);
-    if (c.proc.exitCode !== null) throw new Error(`weir exited:\n${out}`);
-    return api && ingest && key ? { api: api[1], port: ingest[1], key: key[1] } : undefined;
-  }, name);
-  const res = await fetch(`${started.api}/v1/endpoints`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${started.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(endpoint),
-  });
-  const slug = ((await res.json()) as any).data.slug;
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    c.proc.kill('SIGTERM');
-    await c.exited;
-  };
+  const weir = await spawnWeir(name, store, endpoint);
   return {
     name,
-    url: `http://127.0.0.1:${started.port}/h/${slug}`,
-    pid: c.proc.pid!,
+    url: weir.ingestUrl,
+    pid: weir.pid,
     stop: async () => {
-      await stop();
+      await weir.stop();
       await cleanup();
     },
     async verify(ids) {
       // Stop first: a PGlite folder belongs to one process, and the count
       // must not include anything still in flight.
-      await stop();
+      await weir.stop();
       const db = await open();
       try {
         let found = 0;
@@ -237,17 +193,8 @@ const SIGNATURE = VERIFY ? `t=${STRIPE_T},v1=${createHmac('sha256', STRIPE_SECRE
 // wrk's detection) is the same for every measurement of the run.
 const LOAD = loadGenerator();
 
-async function load(url: string, seconds: number, idsFile = '', rate?: number): Promise<Measure> {
-  const args = ['--import', 'tsx', 'bench/ingest-load.ts', url, String(seconds), String(CONNECTIONS), bodyFile, idsFile];
-  if (rate) args.push(String(rate));
-  const c = child(args, { ...process.env, BENCH_LOAD: LOAD, BENCH_SIGNATURE: SIGNATURE });
-  await c.exited;
-  const line = c.output().trim().split('\n').pop() ?? '';
-  try {
-    return JSON.parse(line) as Measure;
-  } catch {
-    throw new Error(`load generator failed:\n${c.output()}`);
-  }
+function load(url: string, seconds: number, idsFile = '', rate?: number): Promise<Measure> {
+  return runLoad({ url, seconds, connections: CONNECTIONS, bodyFile, idsFile, rate }, { ...process.env, BENCH_LOAD: LOAD, BENCH_SIGNATURE: SIGNATURE });
 }
 
 // CPU time from /proc (Linux; elsewhere the CPU columns are left out): the

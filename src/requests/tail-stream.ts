@@ -10,7 +10,12 @@ export interface TailStreamOptions {
   maxBufferedBytes: number;
 }
 
-export const TAIL_DEFAULTS: TailStreamOptions = { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024 };
+// 8 MiB: the hub hands a stream up to 2,000 captures at once (about 1.2 MB
+// of events), written in one go, so a bound near that cut off clients that
+// were reading as fast as they could (1 MiB did, under saturated HTTP
+// ingest: bench/tail-http.ts). 8 MiB is about 1.5 s of the fastest ingest
+// measured here, so a client cut off was really behind.
+export const TAIL_DEFAULTS: TailStreamOptions = { heartbeatMs: 15_000, maxBufferedBytes: 8 * 1024 * 1024 };
 
 /** One Server-Sent Event: the capture's id is the event id, so Last-Event-ID resumes after it. */
 export function requestEvent(c: CaptureSummary): string {
