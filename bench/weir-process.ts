@@ -40,12 +40,16 @@ export interface WeirProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `weir serve` with `store` (WEIR_DATA_DIR or DATABASE_URL, and any WEIR_ setting) and creates one endpoint. */
-export async function spawnWeir(name: string, store: Record<string, string>, endpoint: object = { name: 'bench' }): Promise<WeirProcess> {
+/**
+ * Starts `weir serve` with `store` (WEIR_DATA_DIR or DATABASE_URL, and any
+ * WEIR_ setting) and creates one endpoint. `nodeArgs` go to node itself
+ * (for example `--cpu-prof`, which NODE_OPTIONS does not take).
+ */
+export async function spawnWeir(name: string, store: Record<string, string>, endpoint: object = { name: 'bench' }, nodeArgs: string[] = []): Promise<WeirProcess> {
   const env: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('WEIR_') && k !== 'DATABASE_URL') env[k] = v;
   Object.assign(env, { WEIR_API_PORT: '0', WEIR_INGEST_PORT: '0', WEIR_LOG_LEVEL: 'warn' }, store);
-  const c = child(['bin/weir.mjs', 'serve'], env);
+  const c = child([...nodeArgs, 'bin/weir.mjs', 'serve'], env);
   const started = await waitFor(() => {
     const out = c.output();
     const api = /API: +(\S+)\/v1 /.exec(out);

@@ -83,22 +83,25 @@ export class WeirMetrics {
     const refusedBy = Object.fromEntries(REFUSAL_REASONS.map((reason) => [reason, refusals.labels(reason)])) as Record<RefusalReason, Counter>;
     for (const reason of REFUSAL_REASONS) refusals.labels(reason).inc(0);
     // Labels: the seven provider names and two outcomes, never an endpoint
-    // or a reason's free text; the series are made here, so a capture only increments.
-    const verifications = new Counter({
+    // or a reason's free text. A capture adds to a plain number (once per
+    // verified capture, where prom-client's labelled inc() hashes a labels
+    // object each time); the counter reads them when scraped.
+    const verifiedCounts = Object.fromEntries(PROVIDERS.map((p) => [p, { verified: 0, failed: 0 }])) as Record<Provider, Record<VerificationStatus, number>>;
+    new Counter({
       name: 'weir_verifications_total',
       help: 'Signature verifications of captures, by provider and outcome (verified, failed).',
       labelNames: ['provider', 'outcome'],
       registers: [r],
+      collect() {
+        this.reset();
+        for (const p of PROVIDERS) for (const o of ['verified', 'failed'] as const) this.labels(p, o).inc(verifiedCounts[p][o]);
+      },
     });
-    const verifiedBy = Object.fromEntries(
-      PROVIDERS.map((p) => [p, { verified: verifications.labels(p, 'verified'), failed: verifications.labels(p, 'failed') }]),
-    ) as Record<Provider, Record<VerificationStatus, Counter>>;
-    for (const p of PROVIDERS) for (const o of ['verified', 'failed'] as const) verifiedBy[p][o].inc(0);
     this.ingest = {
       acknowledged: (seconds) => ackLatency.observe(seconds),
       refused: (reason) => refusedBy[reason].inc(),
       group: (size) => groups.observe(size),
-      verified: (provider, status) => verifiedBy[provider][status].inc(),
+      verified: (provider, status) => void verifiedCounts[provider][status]++,
     };
 
     const attempts = new Counter({

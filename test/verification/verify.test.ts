@@ -179,6 +179,15 @@ describe('stripe specifics', () => {
     assert.deepEqual(verifyRequest(v, request({ 'Stripe-Signature': `t=${t},v0=${good}` }, '{}')), failed('malformed_signature'));
     assert.deepEqual(verifyRequest(v, request({ 'Stripe-Signature': `v1=${good}` }, '{}')), failed('malformed_signature'));
   });
+  test('a hex signature is exactly the digest in hex: upper case verifies; a stray character, one too many or too few does not', () => {
+    const t = now();
+    const good = createHmac('sha256', secret).update(`${t}.{}`).digest('hex');
+    const sig = (v1: string) => verifyRequest(v, request({ 'Stripe-Signature': `t=${t},v1=${v1}` }, '{}'));
+    assert.deepEqual(sig(good.toUpperCase()), verified);
+    for (const bad of [good + 'z', good + '0', good + '00', good.slice(0, -1), good.slice(0, -2), good.slice(0, -1) + 'g', 'g' + good.slice(1), good.slice(0, 31) + 'x' + good.slice(32)]) {
+      assert.deepEqual(sig(bad), failed('malformed_signature'), bad);
+    }
+  });
   test('binary bodies: the bytes as received are what is signed', () => {
     const body = randomBytes(4096);
     const t = now();
