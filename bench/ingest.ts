@@ -9,6 +9,12 @@
 //   BENCH_STORES=pglite npm run bench:ingest  (only Weir on PGlite beside the bare server)
 //   BENCH_VERIFY=stripe npm run bench:ingest  (each Weir twice: Stripe signature verification on its endpoint and off;
 //                                              every request, to every target, carries a valid Stripe-Signature)
+//   BENCH_ROUTING=filter npm run bench:ingest (issue 26: each Weir twice, both forwarding every capture of a 4 KB JSON body to an
+//                                              HTTPS receiver in this process, one destination with a typical filter
+//                                              (5 rules, one $or) that every capture matches, the other without)
+//   BENCH_ROUTING=dedup npm run bench:ingest  (issue 26: each Weir twice, its endpoint with deduplication on body_path "id" and
+//                                              without; the body is fixed, so every capture after the first is a duplicate:
+//                                              one hot key, the worst case of the upsert)
 //
 // Method (docs/capture.md): every server and the load generator (wrk when it
 // is installed, else autocannon: bench/ingest-load.ts; 50 connections, 1 KiB
@@ -31,6 +37,7 @@ import { openPostgres } from '../src/db/postgres.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator, type LoadResult } from './ingest-load.ts';
 import { child, runLoad, spawnWeir, waitFor } from './weir-process.ts';
+import { startReceiver, testCa, type Receiver } from '../test/helpers/https.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
@@ -52,7 +59,21 @@ const METRICS = process.env.BENCH_METRICS ?? 'on';
 const VERIFY = process.env.BENCH_VERIFY ?? '';
 if (VERIFY !== '' && VERIFY !== 'stripe') throw new Error(`BENCH_VERIFY must be stripe or unset, not ${JSON.stringify(VERIFY)}`);
 if (VERIFY && METRICS !== 'on') throw new Error('BENCH_VERIFY and BENCH_METRICS pair different things: set one of them');
-const PAIRED = METRICS === 'both' || METRICS === 'control' || VERIFY !== '';
+const ROUTING = process.env.BENCH_ROUTING ?? '';
+if (ROUTING !== '' && ROUTING !== 'filter' && ROUTING !== 'dedup') throw new Error(`BENCH_ROUTING must be filter, dedup or unset, not ${JSON.stringify(ROUTING)}`);
+if (ROUTING && (METRICS !== 'on' || VERIFY)) throw new Error('BENCH_ROUTING pairs its own variants: leave BENCH_METRICS and BENCH_VERIFY unset');
+// The typical filter of issue 26: 5 rules, one $or, every bench capture matches it.
+const TYPICAL_FILTER = {
+  headers: { 'content-type': { $startsWith: 'application/json' } },
+  body: {
+    type: { $startsWith: 'invoice.' },
+    $or: [{ data: { object: { currency: 'usd' } } }, { data: { object: { currency: 'eur' } } }],
+    data: { object: { amount: { $gte: 100 } } },
+    livemode: { $neq: true },
+  },
+};
+let receiver: Receiver | undefined;
+const PAIRED = METRICS === 'both' || METRICS === 'control' || VERIFY !== '' || ROUTING !== '';
 const STRIPE_SECRET = 'whsec_' + randomBytes(24).toString('hex');
 // With a pair: how many side-by-side measurements.
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 8);
@@ -96,8 +117,23 @@ async function startBare(): Promise<Target> {
   };
 }
 
-async function startWeir(name: string, store: Record<string, string>, open: () => Promise<Db>, cleanup: () => Promise<void>, endpoint: object = { name: 'bench' }): Promise<Target> {
+async function startWeir(
+  name: string,
+  store: Record<string, string>,
+  open: () => Promise<Db>,
+  cleanup: () => Promise<void>,
+  endpoint: object = { name: 'bench' },
+  destination?: object,
+): Promise<Target> {
   const weir = await spawnWeir(name, store, endpoint);
+  if (destination) {
+    const d = await fetch(`${weir.api}/v1/destinations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${weir.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...destination, endpoint_id: weir.endpointId }),
+    });
+    if (d.status !== 201) throw new Error(`destination: ${d.status} ${await d.text()}`);
+  }
   return {
     name,
     url: weir.ingestUrl,
@@ -135,10 +171,26 @@ interface Variant {
   env: Record<string, string>;
   /** The endpoint the load is sent to (default: no settings). */
   endpoint?: object;
+  /** A forward destination made on it (BENCH_ROUTING=filter). */
+  destination?: object;
 }
 
 /** The settings and name suffix of each variant this run measures. */
 function metricsVariants(): Variant[] {
+  if (ROUTING === 'filter') {
+    const env = { WEIR_ALLOW_PRIVATE_DESTINATIONS: '1', NODE_EXTRA_CA_CERTS: testCa().caFile };
+    const destination = { name: 'receiver', url: `${receiver!.url}/in` };
+    return [
+      { suffix: ' +filter', env, destination: { ...destination, filter: TYPICAL_FILTER } },
+      { suffix: ' -filter', env, destination },
+    ];
+  }
+  if (ROUTING === 'dedup') {
+    return [
+      { suffix: ' +dedup', env: {}, endpoint: { name: 'bench', deduplication: { window_seconds: 3600, key: { body_path: 'id' } } } },
+      { suffix: ' -dedup', env: {} },
+    ];
+  }
   if (VERIFY) {
     // a day's tolerance: the one signature made at start stays valid for the whole run
     const verification = { provider: 'stripe', secret: STRIPE_SECRET, tolerance_seconds: 86_400 };
@@ -155,12 +207,12 @@ function metricsVariants(): Variant[] {
 
 async function startWeirPostgres(v: Variant): Promise<Target> {
   const fresh = await createFreshDatabase(PG_BASE);
-  return startWeir(`Weir on PostgreSQL${v.suffix}`, { DATABASE_URL: fresh.url, ...v.env }, () => openPostgres(fresh.url, { poolSize: 2 }), fresh.drop, v.endpoint);
+  return startWeir(`Weir on PostgreSQL${v.suffix}`, { DATABASE_URL: fresh.url, ...v.env }, () => openPostgres(fresh.url, { poolSize: 2 }), fresh.drop, v.endpoint, v.destination);
 }
 
 async function startWeirPglite(v: Variant): Promise<Target> {
   const dir = mkdtempSync(join(work, 'pglite-'));
-  return startWeir(`Weir on PGlite${v.suffix}`, { WEIR_DATA_DIR: dir, ...v.env }, () => openPglite(dir), async () => rmSync(dir, { recursive: true, force: true }), v.endpoint);
+  return startWeir(`Weir on PGlite${v.suffix}`, { WEIR_DATA_DIR: dir, ...v.env }, () => openPglite(dir), async () => rmSync(dir, { recursive: true, force: true }), v.endpoint, v.destination);
 }
 
 /**
@@ -183,7 +235,8 @@ function roundOrder(targets: Target[], round: number): Target[] {
 const bodyFile = join(work, 'body.json');
 // 1 KiB of JSON shaped like a provider's event.
 const skeleton = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', created: 1700000000, data: { object: { amount: 4200, currency: 'usd', pad: '' } } };
-skeleton.data.object.pad = 'x'.repeat(1024 - JSON.stringify(skeleton).length);
+// BENCH_ROUTING=filter: 4 KiB, as issue 26's filter figure asks.
+skeleton.data.object.pad = 'x'.repeat((ROUTING === 'filter' ? 4096 : 1024) - JSON.stringify(skeleton).length);
 writeFileSync(bodyFile, JSON.stringify(skeleton));
 // With BENCH_VERIFY=stripe every request carries the body's Stripe signature (made as Stripe does: HMAC-SHA256 of "{t}.{body}").
 const STRIPE_T = Math.floor(Date.now() / 1000);
@@ -263,6 +316,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
   console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, load generator ${LOAD}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
+  // BENCH_ROUTING=filter: the HTTPS receiver every capture is forwarded to (answers 200 at once)
+  if (ROUTING === 'filter') receiver = await startReceiver();
+  // it keeps what it received: forget it as it goes (4 KiB a capture)
+  const forget = setInterval(() => receiver && (receiver.received.length = 0), 1000);
   const targets = [await startBare()];
   if (STORES.includes('postgres')) for (const v of metricsVariants()) targets.push(await startWeirPostgres(v));
   if (STORES.includes('pglite')) for (const v of metricsVariants()) targets.push(await startWeirPglite(v));
@@ -335,10 +392,17 @@ async function main(): Promise<void> {
       }
     }
     if (PAIRED) {
-      const [a, b] = VERIFY ? ['verification on', 'verification off'] : METRICS === 'control' ? ['first', 'second'] : ['metrics on', 'metrics off'];
-      console.log(`\n${a} / ${b} (1.00 = no difference; ${VERIFY ? 'issue 25 asks >= 0.95' : 'the issue allows 0.98 for throughput'})`);
+      const [a, b] = ROUTING
+        ? [`${ROUTING} on`, `${ROUTING} off`]
+        : VERIFY
+          ? ['verification on', 'verification off']
+          : METRICS === 'control'
+            ? ['first', 'second']
+            : ['metrics on', 'metrics off'];
+      const goal = ROUTING ? 'issue 26 asks >= 0.95' : VERIFY ? 'issue 25 asks >= 0.95' : 'the issue allows 0.98 for throughput';
+      console.log(`\n${a} / ${b} (1.00 = no difference; ${goal})`);
       for (let i = 1; i < targets.length; i += 2) {
-        const name = targets[i].name.replace(' +metrics', '').replace(' +verify', '');
+        const name = targets[i].name.replace(' +metrics', '').replace(' +verify', '').replace(' +filter', '').replace(' +dedup', '');
         const sequential = results.get(targets[i].name)!.m.map((m, r) => m.rps / results.get(targets[i + 1].name)!.m[r].rps);
         const on = sideBySide.get(targets[i].name)!;
         const off = sideBySide.get(targets[i + 1].name)!;
@@ -353,6 +417,8 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const t of targets) await t.stop().catch(() => {});
+    clearInterval(forget);
+    await receiver?.close();
     rmSync(work, { recursive: true, force: true });
   }
 }

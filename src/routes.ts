@@ -10,6 +10,7 @@ import { incidentRoutes } from './incidents/routes.ts';
 import { metricsRoutes } from './metrics/routes.ts';
 import { memberRoutes } from './orgs/routes.ts';
 import { requestRoutes } from './requests/routes.ts';
+import { routingRoutes } from './routing/routes.ts';
 import { tailRoutes } from './requests/tail-routes.ts';
 import { subscriptionRoutes } from './subscriptions/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
@@ -24,6 +25,7 @@ export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
     tailRoutes,
     destinationRoutes,
     deliveryRoutes,
+    routingRoutes,
     incidentRoutes,
     agentRoutes,
     subscriptionRoutes,

@@ -15,6 +15,7 @@ import { startMetricsListener } from './metrics/listener.ts';
 import { WeirMetrics } from './metrics/metrics.ts';
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap.ts';
 import { startCaptureMaintenance } from './requests/retention.ts';
+import { startDedupPruning } from './routing/dedup.ts';
 import { startTableMaintenance } from './db/table-maintenance.ts';
 import { routeModules } from './routes.ts';
 import { startSubscriptions } from './subscriptions/start.ts';
@@ -86,6 +87,9 @@ export async function startWeir(config: Config, logger = createLogger(config), o
     started.push(() => usage.stop());
     const maintenance = await startCaptureMaintenance({ db, config, logger, loopMetrics: metrics?.loops });
     started.push(() => maintenance.stop());
+    // expired deduplication keys (src/routing/dedup.ts)
+    const dedupPruning = startDedupPruning(db, logger, metrics?.loops);
+    started.push(() => dedupPruning.stop());
     // statistics and vacuum, which PGlite never does on its own (src/db/table-maintenance.ts)
     const tables = config.dbMaintenance === 'off' ? undefined : await startTableMaintenance(db, logger, { autovacuum: config.dbMaintenance === 'all' ? false : undefined, loopMetrics: metrics?.loops });
     started.push(async () => tables?.stop());

@@ -432,6 +432,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/requests/{id}/filter-test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test a routing filter against a captured request
+         * @description Scopes: `requests:read` (custom keys). Role permission: `requests.view` (held by super_admin, admin, developer, viewer).
+         */
+        post: operations["testRequestFilter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/incidents": {
         parameters: {
             query?: never;
@@ -2922,6 +2942,23 @@ export interface operations {
                                  */
                                 previous_secret_expires_at: string | null;
                             } | null;
+                            /**
+                             * @description Duplicate suppression (docs/routing.md): null (none) or `{window_seconds: 1-3600, key}` where key is "body" (the exact bytes), `{"header": "<name>"}` or `{"body_path": "<dotted.path>"}`. A duplicate within the window is stored with duplicate_of and acknowledged, not forwarded.
+                             * @example {
+                             *       "window_seconds": 300,
+                             *       "key": {
+                             *         "body_path": "id"
+                             *       }
+                             *     }
+                             */
+                            deduplication: {
+                                window_seconds?: number;
+                                key?: "body" | {
+                                    header: string;
+                                } | {
+                                    body_path: string;
+                                };
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3080,6 +3117,23 @@ export interface operations {
                         /** @description With a new `secret`: the current secret keeps verifying until this time (ISO 8601, at most 30 days ahead). */
                         previous_secret_expires_at?: string | null;
                     } | null;
+                    /**
+                     * @description Duplicate suppression (docs/routing.md): null (none) or `{window_seconds: 1-3600, key}` where key is "body" (the exact bytes), `{"header": "<name>"}` or `{"body_path": "<dotted.path>"}`. A duplicate within the window is stored with duplicate_of and acknowledged, not forwarded.
+                     * @example {
+                     *       "window_seconds": 300,
+                     *       "key": {
+                     *         "body_path": "id"
+                     *       }
+                     *     }
+                     */
+                    deduplication?: {
+                        window_seconds?: number;
+                        key?: "body" | {
+                            header: string;
+                        } | {
+                            body_path: string;
+                        };
+                    } | null;
                 };
             };
         };
@@ -3113,6 +3167,7 @@ export interface operations {
                          *         "secret_last4": "3fa5",
                          *         "previous_secret_expires_at": null
                          *       },
+                         *       "deduplication": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3158,6 +3213,23 @@ export interface operations {
                                  * @description Until when the previous secret still verifies, while an overlap runs.
                                  */
                                 previous_secret_expires_at: string | null;
+                            } | null;
+                            /**
+                             * @description Duplicate suppression (docs/routing.md): null (none) or `{window_seconds: 1-3600, key}` where key is "body" (the exact bytes), `{"header": "<name>"}` or `{"body_path": "<dotted.path>"}`. A duplicate within the window is stored with duplicate_of and acknowledged, not forwarded.
+                             * @example {
+                             *       "window_seconds": 300,
+                             *       "key": {
+                             *         "body_path": "id"
+                             *       }
+                             *     }
+                             */
+                            deduplication: {
+                                window_seconds?: number;
+                                key?: "body" | {
+                                    header: string;
+                                } | {
+                                    body_path: string;
+                                };
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3323,6 +3395,7 @@ export interface operations {
                          *         "secret_last4": "3fa5",
                          *         "previous_secret_expires_at": null
                          *       },
+                         *       "deduplication": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3368,6 +3441,23 @@ export interface operations {
                                  * @description Until when the previous secret still verifies, while an overlap runs.
                                  */
                                 previous_secret_expires_at: string | null;
+                            } | null;
+                            /**
+                             * @description Duplicate suppression (docs/routing.md): null (none) or `{window_seconds: 1-3600, key}` where key is "body" (the exact bytes), `{"header": "<name>"}` or `{"body_path": "<dotted.path>"}`. A duplicate within the window is stored with duplicate_of and acknowledged, not forwarded.
+                             * @example {
+                             *       "window_seconds": 300,
+                             *       "key": {
+                             *         "body_path": "id"
+                             *       }
+                             *     }
+                             */
+                            deduplication: {
+                                window_seconds?: number;
+                                key?: "body" | {
+                                    header: string;
+                                } | {
+                                    body_path: string;
+                                };
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3632,6 +3722,23 @@ export interface operations {
                         /** @description With a new `secret`: the current secret keeps verifying until this time (ISO 8601, at most 30 days ahead). */
                         previous_secret_expires_at?: string | null;
                     } | null;
+                    /**
+                     * @description Duplicate suppression (docs/routing.md): null (none) or `{window_seconds: 1-3600, key}` where key is "body" (the exact bytes), `{"header": "<name>"}` or `{"body_path": "<dotted.path>"}`. A duplicate within the window is stored with duplicate_of and acknowledged, not forwarded.
+                     * @example {
+                     *       "window_seconds": 300,
+                     *       "key": {
+                     *         "body_path": "id"
+                     *       }
+                     *     }
+                     */
+                    deduplication?: {
+                        window_seconds?: number;
+                        key?: "body" | {
+                            header: string;
+                        } | {
+                            body_path: string;
+                        };
+                    } | null;
                 };
             };
         };
@@ -3665,6 +3772,7 @@ export interface operations {
                          *         "secret_last4": "3fa5",
                          *         "previous_secret_expires_at": null
                          *       },
+                         *       "deduplication": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "ingest_url": "https://hooks.example.com/h/k3x9q2m7"
@@ -3710,6 +3818,23 @@ export interface operations {
                                  * @description Until when the previous secret still verifies, while an overlap runs.
                                  */
                                 previous_secret_expires_at: string | null;
+                            } | null;
+                            /**
+                             * @description Duplicate suppression (docs/routing.md): null (none) or `{window_seconds: 1-3600, key}` where key is "body" (the exact bytes), `{"header": "<name>"}` or `{"body_path": "<dotted.path>"}`. A duplicate within the window is stored with duplicate_of and acknowledged, not forwarded.
+                             * @example {
+                             *       "window_seconds": 300,
+                             *       "key": {
+                             *         "body_path": "id"
+                             *       }
+                             *     }
+                             */
+                            deduplication: {
+                                window_seconds?: number;
+                                key?: "body" | {
+                                    header: string;
+                                } | {
+                                    body_path: string;
+                                };
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3831,9 +3956,11 @@ export interface operations {
                 until?: string;
                 q?: string;
                 /** @description Only captures whose delivery summary has this status (delivery.status). */
-                delivery_status?: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                delivery_status?: "delivered" | "retrying" | "pending" | "failed" | "no_destinations" | "filtered";
                 /** @description Only captures whose signature verification had this status (verification.status). */
                 verification?: "verified" | "failed";
+                /** @description true: only duplicates (duplicate_of set, not forwarded); false: only captures that are not duplicates (docs/routing.md). */
+                duplicate?: "true" | "false";
             };
             header?: never;
             path: {
@@ -3877,7 +4004,8 @@ export interface operations {
                      *               "status": "verified",
                      *               "reason": null
                      *             },
-                     *             "rejected": false
+                     *             "rejected": false,
+                     *             "duplicate_of": null
                      *           }
                      *         ],
                      *         "meta": {
@@ -3922,10 +4050,15 @@ export interface operations {
                                 } | null;
                                 /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
                                 rejected: boolean;
-                                /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                                /**
+                                 * Format: uuid
+                                 * @description The endpoint's deduplication found this capture's key on an earlier capture within the window: that capture's id. A duplicate is stored and acknowledged but not forwarded (docs/routing.md).
+                                 */
+                                duplicate_of: string | null;
+                                /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left), no_destinations, or filtered (every destination's filter left it out, docs/routing.md); with how many destinations are in each state (a filtered destination counts only in destinations). */
                                 delivery?: {
                                     /** @enum {string} */
-                                    status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                    status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations" | "filtered";
                                     destinations: number;
                                     delivered: number;
                                     retrying: number;
@@ -4072,6 +4205,7 @@ export interface operations {
                          *         "reason": null
                          *       },
                          *       "rejected": false,
+                         *       "duplicate_of": null,
                          *       "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                          *       "body_encoding": "utf8"
                          *     }
@@ -4108,10 +4242,15 @@ export interface operations {
                             } | null;
                             /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
                             rejected: boolean;
-                            /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                            /**
+                             * Format: uuid
+                             * @description The endpoint's deduplication found this capture's key on an earlier capture within the window: that capture's id. A duplicate is stored and acknowledged but not forwarded (docs/routing.md).
+                             */
+                            duplicate_of: string | null;
+                            /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left), no_destinations, or filtered (every destination's filter left it out, docs/routing.md); with how many destinations are in each state (a filtered destination counts only in destinations). */
                             delivery?: {
                                 /** @enum {string} */
-                                status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations" | "filtered";
                                 destinations: number;
                                 delivered: number;
                                 retrying: number;
@@ -4628,6 +4767,19 @@ export interface operations {
                     intelligent_retry?: boolean;
                     rate_limit_enabled?: boolean;
                     rate_limit_per_minute?: number | null;
+                    /**
+                     * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                     * @example {
+                     *       "body": {
+                     *         "type": {
+                     *           "$startsWith": "invoice."
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
                 };
             };
         };
@@ -4667,6 +4819,19 @@ export interface operations {
                             intelligent_retry: boolean | null;
                             rate_limit_enabled: boolean;
                             rate_limit_per_minute: number | null;
+                            /**
+                             * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                             * @example {
+                             *       "body": {
+                             *         "type": {
+                             *           "$startsWith": "invoice."
+                             *         }
+                             *       }
+                             *     }
+                             */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5275,6 +5440,19 @@ export interface operations {
                                 intelligent_retry: boolean | null;
                                 rate_limit_enabled: boolean;
                                 rate_limit_per_minute: number | null;
+                                /**
+                                 * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                                 * @example {
+                                 *       "body": {
+                                 *         "type": {
+                                 *           "$startsWith": "invoice."
+                                 *         }
+                                 *       }
+                                 *     }
+                                 */
+                                filter: {
+                                    [key: string]: unknown;
+                                } | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -5396,6 +5574,19 @@ export interface operations {
                     intelligent_retry?: boolean;
                     rate_limit_enabled?: boolean;
                     rate_limit_per_minute?: number | null;
+                    /**
+                     * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                     * @example {
+                     *       "body": {
+                     *         "type": {
+                     *           "$startsWith": "invoice."
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
                 };
             };
         };
@@ -5431,6 +5622,7 @@ export interface operations {
                          *       "intelligent_retry": false,
                          *       "rate_limit_enabled": false,
                          *       "rate_limit_per_minute": null,
+                         *       "filter": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -5463,6 +5655,19 @@ export interface operations {
                             intelligent_retry: boolean | null;
                             rate_limit_enabled: boolean;
                             rate_limit_per_minute: number | null;
+                            /**
+                             * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                             * @example {
+                             *       "body": {
+                             *         "type": {
+                             *           "$startsWith": "invoice."
+                             *         }
+                             *       }
+                             *     }
+                             */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5720,6 +5925,19 @@ export interface operations {
                     intelligent_retry?: boolean;
                     rate_limit_enabled?: boolean;
                     rate_limit_per_minute?: number | null;
+                    /**
+                     * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                     * @example {
+                     *       "body": {
+                     *         "type": {
+                     *           "$startsWith": "invoice."
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
                 };
             };
         };
@@ -5755,6 +5973,7 @@ export interface operations {
                          *       "intelligent_retry": false,
                          *       "rate_limit_enabled": false,
                          *       "rate_limit_per_minute": null,
+                         *       "filter": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -5787,6 +6006,19 @@ export interface operations {
                             intelligent_retry: boolean | null;
                             rate_limit_enabled: boolean;
                             rate_limit_per_minute: number | null;
+                            /**
+                             * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                             * @example {
+                             *       "body": {
+                             *         "type": {
+                             *           "$startsWith": "invoice."
+                             *         }
+                             *       }
+                             *     }
+                             */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5913,6 +6145,8 @@ export interface operations {
                  */
                 "application/json": null | {
                     destination_id?: string;
+                    /** @description true: send even to destinations whose current filter the request does not match (docs/routing.md). Default false: the filter applies. */
+                    ignore_filter?: boolean;
                 };
             };
         };
@@ -6100,6 +6334,7 @@ export interface operations {
                      *             "next_attempt_at": null,
                      *             "last_status_code": 200,
                      *             "last_error": null,
+                     *             "filter_reason": null,
                      *             "replay_batch_id": null,
                      *             "created_at": "2026-01-01T00:00:00.010Z",
                      *             "updated_at": "2026-01-01T00:01:00.250Z",
@@ -6180,15 +6415,17 @@ export interface operations {
                                 /** @description The stable `webhook-id` every attempt carries, for receivers to drop duplicates. */
                                 webhook_id: string;
                                 /**
-                                 * @description superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md).
+                                 * @description superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md). filtered: the request did not match the destination's filter and was not sent (filter_reason says why; docs/routing.md).
                                  * @enum {string}
                                  */
-                                status: "pending" | "in_flight" | "succeeded" | "failed" | "dead" | "superseded";
+                                status: "pending" | "in_flight" | "succeeded" | "failed" | "dead" | "superseded" | "filtered";
                                 attempt_count: number;
                                 /** Format: date-time */
                                 next_attempt_at: string | null;
                                 last_status_code: number | null;
                                 last_error: string | null;
+                                /** @description With status filtered: the first rule of the filter that failed, e.g. `body.type: expected $startsWith "invoice." got "charge.succeeded"`. */
+                                filter_reason: string | null;
                                 /** Format: uuid */
                                 replay_batch_id: string | null;
                                 /** Format: date-time */
@@ -6269,6 +6506,167 @@ export interface operations {
             };
             /** @description Not found, or another organization's (`not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Something unexpected failed on the server (`internal_error`); the message quotes the request id to report. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The node is shutting down: retry on another (`service_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    testRequestFilter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "body": {
+                 *           "type": {
+                 *             "$startsWith": "invoice."
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Which captures this destination receives (docs/routing.md): null forwards everything; else any of `headers`, `path`, `query`, `body` with plain values (equality), nested objects (subset) and the operators $eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $contains $exist $and $or $not. At most 64 KB and 10 levels deep.
+                     * @example {
+                     *       "body": {
+                     *         "type": {
+                     *           "$startsWith": "invoice."
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    filter: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Whether the stored capture matches the filter, and if not, the first rule that failed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example {
+                         *       "matches": false,
+                         *       "reason": "body.type: expected $startsWith \"invoice.\" got \"charge.succeeded\""
+                         *     }
+                         */
+                        data: {
+                            matches: boolean;
+                            /** @description Null when it matches. */
+                            reason: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad input: a malformed body, parameter or query (`bad_request`, `missing_field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description No valid credential (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The key lacks a scope or its role a permission (`forbidden`), or the plan forbids it (`plan_limit`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Not found, or another organization's (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The JSON body is larger than 1 MiB (`payload_too_large`). */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9485,6 +9883,7 @@ export interface operations {
                                  *         "reason": null
                                  *       },
                                  *       "rejected": false,
+                                 *       "duplicate_of": null,
                                  *       "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                                  *       "body_encoding": "utf8"
                                  *     }
@@ -9521,10 +9920,15 @@ export interface operations {
                                     } | null;
                                     /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
                                     rejected: boolean;
-                                    /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                                    /**
+                                     * Format: uuid
+                                     * @description The endpoint's deduplication found this capture's key on an earlier capture within the window: that capture's id. A duplicate is stored and acknowledged but not forwarded (docs/routing.md).
+                                     */
+                                    duplicate_of: string | null;
+                                    /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left), no_destinations, or filtered (every destination's filter left it out, docs/routing.md); with how many destinations are in each state (a filtered destination counts only in destinations). */
                                     delivery?: {
                                         /** @enum {string} */
-                                        status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                        status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations" | "filtered";
                                         destinations: number;
                                         delivered: number;
                                         retrying: number;
@@ -12358,6 +12762,7 @@ export interface operations {
                  *             "reason": null
                  *           },
                  *           "rejected": false,
+                 *           "duplicate_of": null,
                  *           "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                  *           "body_encoding": "utf8"
                  *         }
@@ -12401,6 +12806,7 @@ export interface operations {
                          *         "reason": null
                          *       },
                          *       "rejected": false,
+                         *       "duplicate_of": null,
                          *       "body": "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"data\":{}}",
                          *       "body_encoding": "utf8"
                          *     }
@@ -12437,10 +12843,15 @@ export interface operations {
                             } | null;
                             /** @description true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced. */
                             rejected: boolean;
-                            /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state. */
+                            /**
+                             * Format: uuid
+                             * @description The endpoint's deduplication found this capture's key on an earlier capture within the window: that capture's id. A duplicate is stored and acknowledged but not forwarded (docs/routing.md).
+                             */
+                            duplicate_of: string | null;
+                            /** @description Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left), no_destinations, or filtered (every destination's filter left it out, docs/routing.md); with how many destinations are in each state (a filtered destination counts only in destinations). */
                             delivery?: {
                                 /** @enum {string} */
-                                status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations";
+                                status: "delivered" | "retrying" | "pending" | "failed" | "no_destinations" | "filtered";
                                 destinations: number;
                                 delivered: number;
                                 retrying: number;

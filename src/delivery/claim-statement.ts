@@ -33,6 +33,10 @@ export interface ClaimRow {
   target_port: number | null;
   target_path: string | null;
   agent_environment: 'production' | 'development' | null;
+  /** Routing (src/routing): the destination's filter now, its version, and whether this delivery skips it. */
+  filter: unknown;
+  filter_version: string | null;
+  ignore_filter: boolean;
   db_now: Date;
   /** only in the statement with batch pacing */
   paced_batches?: boolean;
@@ -116,6 +120,8 @@ function claimSql(batches: boolean): string {
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
+            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
+            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
             statement_timestamp() as db_now${
               batches
                 ? `,

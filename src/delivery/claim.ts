@@ -126,6 +126,8 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       targetPort: r.target_port,
       targetPath: r.target_path,
       agentEnvironment: r.agent_environment,
+      filter: r.ignore_filter ? null : r.filter,
+      filterVersion: r.filter_version,
       retry:
         r.destination_type === 'agent'
           ? agentRetry(r.agent_environment)

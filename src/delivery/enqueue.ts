@@ -59,6 +59,8 @@ export interface NewDelivery {
   requestReceivedAt: Date;
   target: ForwardTarget;
   replayBatchId: string | null;
+  /** A single-request replay that skips the destination's filter (docs/routing.md). */
+  ignoreFilter?: boolean;
 }
 
 /** Inserts deliveries (due now) in one statement; the caller notifies. */
@@ -66,9 +68,9 @@ export async function insertDeliveries(tx: Queryable, rows: readonly NewDelivery
   if (rows.length === 0) return;
   await tx.query(
     `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id,
-                             forward_destination_id, destination_type, url, agent_id, replay_batch_id)
+                             forward_destination_id, destination_type, url, agent_id, replay_batch_id, ignore_filter)
      select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::uuid[],
-                          $6::uuid[], $7::text[], $8::text[], $9::uuid[], $10::uuid[])`,
+                          $6::uuid[], $7::text[], $8::text[], $9::uuid[], $10::uuid[], $11::boolean[])`,
     [
       rows.map((r) => r.id),
       rows.map((r) => r.organizationId),
@@ -80,6 +82,7 @@ export async function insertDeliveries(tx: Queryable, rows: readonly NewDelivery
       rows.map((r) => r.target.url),
       rows.map((r) => r.target.agentId),
       rows.map((r) => r.replayBatchId),
+      rows.map((r) => r.ignoreFilter ?? false),
     ],
   );
 }

@@ -33,6 +33,8 @@ export interface Forward {
   next_attempt_at: string | null;
   last_status_code: number | null;
   last_error: string | null;
+  /** Routing (docs/routing.md): status `filtered` names the first rule of the destination's filter that failed. */
+  filter_reason: string | null;
   replay_batch_id: string | null;
   created_at: string;
   updated_at: string;
@@ -115,6 +117,7 @@ export async function listForwards(
       next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
       last_status_code: d.last_status_code,
       last_error: d.last_error,
+      filter_reason: d.filter_reason ?? null,
       replay_batch_id: d.replay_batch_id,
       created_at: iso(d.created_at)!,
       updated_at: iso(d.updated_at)!,

@@ -36,7 +36,10 @@ export type ReplayResult =
  * destination of that endpoint. Replays are ordinary deliveries (same
  * retries, pacing and webhook-id) tagged with one replay_batch_id.
  */
-export async function replayRequest(db: Db, input: { organizationId: string; requestId: string; destinationId?: string }): Promise<ReplayResult> {
+export async function replayRequest(
+  db: Db,
+  input: { organizationId: string; requestId: string; destinationId?: string; ignoreFilter?: boolean },
+): Promise<ReplayResult> {
   return db.transaction(async (tx) => {
     const capture = await findCapture(tx, input.organizationId, input.requestId);
     if (!capture) return { ok: false, reason: 'request_not_found' } as const;
@@ -55,6 +58,7 @@ export async function replayRequest(db: Db, input: { organizationId: string; req
       requestReceivedAt: capture.receivedAt,
       target,
       replayBatchId,
+      ignoreFilter: input.ignoreFilter ?? false,
     }));
     await insertDeliveries(tx, rows);
     await wakeWorkers(tx);

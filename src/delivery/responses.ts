@@ -27,13 +27,15 @@ export const forwardSchema = object({
   agent_id: nullableUuid,
   webhook_id: { type: 'string', description: 'The stable `webhook-id` every attempt carries, for receivers to drop duplicates.' },
   status: {
-    ...oneOfStrings(['pending', 'in_flight', 'succeeded', 'failed', 'dead', 'superseded']),
-    description: 'superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md).',
+    ...oneOfStrings(['pending', 'in_flight', 'succeeded', 'failed', 'dead', 'superseded', 'filtered']),
+    description:
+      "superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md). filtered: the request did not match the destination's filter and was not sent (filter_reason says why; docs/routing.md).",
   },
   attempt_count: int,
   next_attempt_at: nullableTime,
   last_status_code: nullableInt,
   last_error: nullableStr,
+  filter_reason: { ...nullableStr, description: 'With status filtered: the first rule of the filter that failed, e.g. `body.type: expected $startsWith "invoice." got "charge.succeeded"`.' },
   replay_batch_id: nullableUuid,
   created_at: time,
   updated_at: time,

@@ -10,12 +10,15 @@ import { deliveryResponses as R } from './responses.ts';
 const replayBody = {
   type: 'object',
   additionalProperties: false,
-  properties: { destination_id: uuidSchema },
+  properties: {
+    destination_id: uuidSchema,
+    ignore_filter: { type: 'boolean', description: "true: send even to destinations whose current filter the request does not match (docs/routing.md). Default false: the filter applies." },
+  },
 } as const;
 
 /** POST /v1/requests/:id/replay and GET /v1/requests/:id/forwards. */
 export function deliveryRoutes(app: FastifyInstance, { db }: AppDeps): void {
-  app.post<{ Params: { id: string }; Body: { destination_id?: string } | undefined }>(
+  app.post<{ Params: { id: string }; Body: { destination_id?: string; ignore_filter?: boolean } | undefined }>(
     '/requests/:id/replay',
     {
       config: { auth: { scopes: ['requests:replay'], permission: 'requests.replay' } },
@@ -28,7 +31,7 @@ export function deliveryRoutes(app: FastifyInstance, { db }: AppDeps): void {
     async (request, reply) => {
       const requestId = pathId(request.params.id, 'Request');
       const destinationId = request.body?.destination_id?.toLowerCase();
-      const r = await replayRequest(db, { organizationId: request.auth.organizationId, requestId, destinationId });
+      const r = await replayRequest(db, { organizationId: request.auth.organizationId, requestId, destinationId, ignoreFilter: request.body?.ignore_filter });
       if (!r.ok) {
         switch (r.reason) {
           case 'request_not_found':

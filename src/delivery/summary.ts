@@ -9,19 +9,23 @@ import type { Queryable } from '../db/db.ts';
  * - delivered: one of its deliveries succeeded (or was superseded by a replay that did);
  * - retrying: none succeeded and one is waiting for a retry or being retried;
  * - pending: none succeeded or was tried yet, one is waiting for its first attempt;
- * - failed: all of its deliveries ended without success (failed, dead).
+ * - failed: all of its deliveries ended without success (failed, dead);
+ * - filtered: every one of its deliveries was filtered out (docs/routing.md):
+ *   counted in `destinations` but in none of the other counts.
  * The capture is `failed` when any pair failed, else `retrying` when any
- * retries, else `pending` when any waits, else `delivered`; with no
+ * retries, else `pending` when any waits, else `filtered` when every pair
+ * was filtered, else `delivered`; with no
  * delivery at all it is `no_destinations`. That is the one place the rule
  * lives: the page summaries and the `delivery_status` list filter both use
  * this SQL.
  */
-export const CAPTURE_DELIVERY_STATES = ['delivered', 'retrying', 'pending', 'failed', 'no_destinations'] as const;
+export const CAPTURE_DELIVERY_STATES = ['delivered', 'retrying', 'pending', 'failed', 'no_destinations', 'filtered'] as const;
 export type CaptureDeliveryState = (typeof CAPTURE_DELIVERY_STATES)[number];
 
 const PAIR_STATE = `case when bool_or(d.status in ('succeeded', 'superseded')) then 'delivered'
             when bool_or(d.status in ('pending', 'in_flight') and d.attempt_count > 0) then 'retrying'
             when bool_or(d.status in ('pending', 'in_flight')) then 'pending'
+            when bool_and(d.status = 'filtered') then 'filtered'
             else 'failed' end`;
 
 const PAIR = 'd.forward_destination_id, d.url, d.agent_id';
@@ -30,6 +34,7 @@ const CAPTURE_STATE = `case when count(*) = 0 then 'no_destinations'
             when bool_or(p.s = 'failed') then 'failed'
             when bool_or(p.s = 'retrying') then 'retrying'
             when bool_or(p.s = 'pending') then 'pending'
+            when bool_and(p.s = 'filtered') then 'filtered'
             else 'delivered' end`;
 
 /**

@@ -32,6 +32,9 @@ export interface ClaimedDelivery {
   targetPath?: string | null;
   /** Agent deliveries: the agent's environment, downgraded by the destination's environment_override. */
   agentEnvironment?: 'production' | 'development' | null;
+  /** Routing (src/routing/apply.ts): the destination's filter now (null: none, or this delivery ignores it) and its version. */
+  filter?: unknown;
+  filterVersion?: string | null;
   retry: RetrySettings;
 }
 

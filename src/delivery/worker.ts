@@ -7,6 +7,7 @@ import { DELIVERY_CHANNEL } from './enqueue.ts';
 import { decide } from './retry-policy.ts';
 import type { ClaimedDelivery, Transport } from './transport.ts';
 import { QueueLoop } from './queue-loop.ts';
+import { FilterGate, finishFiltered } from '../routing/apply.ts';
 
 export interface WorkerOptions {
   db: Db;
@@ -49,6 +50,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private pacedBatches = false;
 
   private readonly completions: CompletionBatcher;
+  /** Destination filters, compiled once per destination version (src/routing/apply.ts). */
+  private readonly filters = new FilterGate();
   /** Free slots that make a claim worthwhile while a backlog waits. */
   private readonly refill: number;
 
@@ -124,6 +127,15 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       await finishUnattempted(this.o.db, d, 'the destination was disabled after this delivery was queued');
       this.o.onSettled?.(d, 'failed');
       return;
+    }
+    // A capture that does not match the destination's current filter ends `filtered`, unsent.
+    if (d.filter != null) {
+      const verdict = this.filters.check(d);
+      if (!verdict.matches) {
+        await finishFiltered(this.o.db, d, verdict.reason!);
+        this.o.onSettled?.(d, 'filtered');
+        return;
+      }
     }
     const result = await this.o.transport.send(d, signal);
     // aborted by shutdown: the lease is released instead, and the outcome is unknown

@@ -45,6 +45,7 @@ export function presentForward(d: ForwardDestination) {
     intelligent_retry: https ? d.intelligent_retry : null,
     rate_limit_enabled: d.rate_limit_enabled,
     rate_limit_per_minute: d.rate_limit_per_minute,
+    filter: d.filter ?? null,
     created_at: d.created_at,
     updated_at: d.updated_at,
   };

@@ -1,4 +1,5 @@
 import { httpsTargetUrlProblem } from '../delivery/target-url.ts';
+import { validateFilter } from '../routing/filter.ts';
 
 /**
  * Field rules of saved and forward destinations, shared by creation and the
@@ -74,10 +75,12 @@ export interface ForwardSettings {
   intelligent_retry?: boolean;
   rate_limit_enabled?: boolean;
   rate_limit_per_minute?: number | null;
+  /** Routing filter (src/routing/filter.ts, docs/routing.md); null forwards everything. */
+  filter?: unknown;
 }
 
 export const RETRY_FIELDS = ['retry_enabled', 'retry_schedule', 'intelligent_retry'] as const;
-export const SETTINGS_FIELDS = ['method_override', ...RETRY_FIELDS, 'rate_limit_enabled', 'rate_limit_per_minute'] as const;
+export const SETTINGS_FIELDS = ['method_override', ...RETRY_FIELDS, 'rate_limit_enabled', 'rate_limit_per_minute', 'filter'] as const;
 
 export function retryScheduleProblem(schedule: number[]): string | undefined {
   if (schedule.length === 0 || schedule.length > RETRY_SCHEDULE_MAX_ENTRIES) {
@@ -114,6 +117,7 @@ export function settingsProblem(s: ForwardSettings, kind: 'https' | 'agent'): st
     const r = s.rate_limit_per_minute;
     if (!Number.isInteger(r) || r < 1 || r > RATE_LIMIT_MAX_PER_MINUTE) return `Field "rate_limit_per_minute" must be an integer 1-${RATE_LIMIT_MAX_PER_MINUTE}.`;
   }
+  if (s.filter !== undefined) return validateFilter(s.filter);
   return undefined;
 }
 

@@ -19,6 +19,7 @@ import {
 } from '../http/responses.ts';
 import { uuidSchema } from '../http/schemas.ts';
 import { VISIBILITIES } from './rules.ts';
+import { filterSetting } from '../routing/schemas.ts';
 
 /**
  * Request body schemas. They check types and refuse unknown fields; the
@@ -33,6 +34,7 @@ const settingsProperties = {
   intelligent_retry: { type: 'boolean' },
   rate_limit_enabled: { type: 'boolean' },
   rate_limit_per_minute: { type: ['integer', 'null'] },
+  filter: filterSetting,
 } as const;
 
 export const createBodySchema = {
@@ -154,6 +156,7 @@ export const forwardDestinationSchema = object(
     intelligent_retry: { type: ['boolean', 'null'] },
     rate_limit_enabled: bool,
     rate_limit_per_minute: nullableInt,
+    filter: filterSetting,
     created_at: time,
     updated_at: time,
   },
@@ -177,6 +180,7 @@ export const forwardDestinationSchema = object(
       intelligent_retry: false,
       rate_limit_enabled: false,
       rate_limit_per_minute: null,
+      filter: null,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
     },

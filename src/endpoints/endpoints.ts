@@ -8,6 +8,7 @@ import { prepareIngestResponse, storeIngestResponse, type PreparedIngestResponse
 import { planVerification, prepareVerifier, type CurrentVerification, type StoredVerification, type VerificationColumns, type VerificationWrite } from '../verification/settings.ts';
 import type { Verifier } from '../verification/verify.ts';
 import { generateSlug } from './slug.ts';
+import { parseDeduplication, type DedupSettings } from '../routing/dedup.ts';
 import { endpointInputProblem, type EndpointFields } from './validate.ts';
 
 /**
@@ -28,6 +29,8 @@ export interface Endpoint extends VerificationColumns {
   paused: boolean;
   /** The custom ingest answer, or null for the default 200 {"request_id"}. */
   response: StoredIngestResponse | null;
+  /** Duplicate suppression (src/routing/dedup.ts), or null. */
+  deduplication: DedupSettings | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -36,7 +39,7 @@ export interface Endpoint extends VerificationColumns {
 // characters (findIngestTarget alone reads the secrets themselves).
 const COLUMNS =
   'id, organization_id, created_by, slug, name, description, forward_url, paused, response, created_at, updated_at, ' +
-  'verification, right(verification_secret, 4) as secret_last4, verification_previous_expires_at';
+  'verification, right(verification_secret, 4) as secret_last4, verification_previous_expires_at, deduplication';
 
 export type CreateEndpointResult =
   | { ok: true; endpoint: Endpoint }
@@ -72,6 +75,8 @@ export interface IngestTarget {
   response: PreparedIngestResponse | null;
   /** Signature verification (src/verification), keys prepared once per cache fill; null: none, and no cost. */
   verification: Verifier | null;
+  /** Duplicate suppression (src/routing/dedup.ts); null: none, and no cost. */
+  deduplication: DedupSettings | null;
 }
 
 interface IngestTargetRow {
@@ -83,12 +88,14 @@ interface IngestTargetRow {
   verification_secret: string | null;
   verification_previous_secret: string | null;
   verification_previous_expires_at: Date | null;
+  deduplication: DedupSettings | null;
 }
 
 /** `ingestBase`: the public ingest address, which Twilio signs as part of the URL (docs/verification.md). */
 export async function findIngestTarget(db: Queryable, slug: string, ingestBase = ''): Promise<IngestTarget | undefined> {
   const { rows } = await db.query<IngestTargetRow>(
-    `select id, organization_id, paused, response, verification, verification_secret, verification_previous_secret, verification_previous_expires_at
+    `select id, organization_id, paused, response, verification, verification_secret, verification_previous_secret, verification_previous_expires_at,
+            deduplication
        from endpoints where slug = $1`,
     [slug],
   );
@@ -103,6 +110,7 @@ export async function findIngestTarget(db: Queryable, slug: string, ingestBase =
       row.verification && row.verification_secret !== null
         ? prepareVerifier(row.verification, row.verification_secret, row.verification_previous_secret, row.verification_previous_expires_at, ingestBase)
         : null,
+    deduplication: row.deduplication ?? null,
   };
 }
 
@@ -125,6 +133,8 @@ export async function createEndpoint(
   const verification = planVerification(input.verification ?? null, null);
   if (!verification.ok) return { ok: false, reason: 'invalid', message: verification.message };
   const v = verification.write;
+  const dedup = parseDeduplication(input.deduplication ?? null);
+  if (!dedup.ok) return { ok: false, reason: 'invalid', message: dedup.message };
   return db.transaction(async (tx) => {
     const plan = (await lockOrganization(tx, organizationId))?.plan;
     if (plan === undefined) return { ok: false, reason: 'organization_not_found' } as const;
@@ -138,13 +148,13 @@ export async function createEndpoint(
       const slug = newSlug();
       const { rows } = await tx.query<Endpoint>(
         `insert into endpoints (id, organization_id, created_by, slug, name, description, forward_url, response,
-                                verification, verification_secret, verification_previous_secret, verification_previous_expires_at)
-         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::timestamptz
+                                verification, verification_secret, verification_previous_secret, verification_previous_expires_at, deduplication)
+         select $1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::timestamptz, $13::jsonb
           where not exists (select 1 from retired_slugs where slug = $4)
          on conflict (slug) do nothing
          returning ${COLUMNS}`,
         [newId(), organizationId, input.createdBy, slug, input.name, input.description ?? null, input.forwardUrl ?? null, responseParam(input.response),
-          ...verificationParams(v)],
+          ...verificationParams(v), dedup.value && JSON.stringify(dedup.value)],
       );
       const endpoint = rows[0];
       if (!endpoint) continue;
@@ -171,7 +181,9 @@ export async function updateEndpoint(
   const problem = endpointInputProblem(patch);
   if (problem) return { ok: false, reason: 'invalid', message: problem };
   const has = (k: keyof typeof patch) => patch[k] !== undefined;
-  const changed = (['name', 'description', 'forwardUrl', 'paused', 'response', 'verification'] as const).filter(has);
+  const changed = (['name', 'description', 'forwardUrl', 'paused', 'response', 'verification', 'deduplication'] as const).filter(has);
+  const dedup = parseDeduplication(patch.deduplication ?? null);
+  if (!dedup.ok) return { ok: false, reason: 'invalid', message: dedup.message };
   if (changed.length === 0) {
     const endpoint = await getEndpoint(db, organizationId, id);
     return endpoint ? { ok: true, endpoint } : { ok: false, reason: 'not_found' };
@@ -198,11 +210,13 @@ export async function updateEndpoint(
           verification_secret = case when $13::boolean then $15 else verification_secret end,
           verification_previous_secret = case when $13::boolean then $16 else verification_previous_secret end,
           verification_previous_expires_at = case when $13::boolean then $17::timestamptz else verification_previous_expires_at end,
+          deduplication = case when $18::boolean then $19::jsonb else deduplication end,
           updated_at = now()
         where id = $1::uuid and organization_id = $2::uuid
         returning ${COLUMNS}`,
       [id, organizationId, has('name'), patch.name ?? null, has('description'), patch.description ?? null, has('forwardUrl'), patch.forwardUrl ?? null, has('paused'), patch.paused ?? null,
-        has('response'), responseParam(patch.response), v !== undefined, ...verificationParams(v)],
+        has('response'), responseParam(patch.response), v !== undefined, ...verificationParams(v),
+        has('deduplication'), dedup.value && JSON.stringify(dedup.value)],
     );
     const endpoint = rows[0];
     if (!endpoint) return { ok: false, reason: 'not_found' } as const;

@@ -1,4 +1,5 @@
 import { EXAMPLE_VERIFICATION_VIEW, verificationView } from '../verification/schemas.ts';
+import { deduplicationSetting } from '../routing/schemas.ts';
 import { answer, arrayOf, dataOf, noContent, nullableStr, nullableUuid, object, str, time, uuid, bool, errors } from '../http/responses.ts';
 
 /** The Endpoint resource as presentEndpoint (routes.ts) writes it. */
@@ -23,6 +24,7 @@ export const endpointSchema = object(
       required: ['status', 'headers', 'body'],
     },
     verification: verificationView,
+    deduplication: deduplicationSetting,
     created_at: time,
     updated_at: time,
     ingest_url: { type: 'string', description: 'Where senders post: `{ingest_url}/h/{slug}`.' },
@@ -39,6 +41,7 @@ export const endpointSchema = object(
       paused: false,
       response: null,
       verification: EXAMPLE_VERIFICATION_VIEW,
+      deduplication: null,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
       ingest_url: 'https://hooks.example.com/h/k3x9q2m7',

@@ -7,6 +7,7 @@ import { presentIngestResponse } from './ingest-response.ts';
 import type { EndpointFields } from './validate.ts';
 import { presentVerification } from '../verification/settings.ts';
 import { verificationSetting } from '../verification/schemas.ts';
+import { deduplicationSetting } from '../routing/schemas.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, updateEndpoint, type Endpoint } from './endpoints.ts';
 
 // Types only: lengths and the https:// rule are the domain's (endpoints.ts),
@@ -28,7 +29,7 @@ const createBody = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, response: responseSetting, verification: verificationSetting },
+  properties: { name: { type: 'string' }, description: nullableString, forward_url: nullableString, response: responseSetting, verification: verificationSetting, deduplication: deduplicationSetting },
 } as const;
 const patchBody = {
   type: 'object',
@@ -40,6 +41,7 @@ const patchBody = {
     paused: { type: 'boolean' },
     response: responseSetting,
     verification: verificationSetting,
+    deduplication: deduplicationSetting,
   },
 } as const;
 
@@ -50,6 +52,7 @@ interface EndpointBody {
   paused?: boolean;
   response?: EndpointFields['response'];
   verification?: EndpointFields['verification'];
+  deduplication?: unknown;
 }
 
 /** The Endpoint resource of the specification, plus its public ingestion URL. */
@@ -65,6 +68,7 @@ export function presentEndpoint(e: Endpoint, ingestUrl: string) {
     paused: e.paused,
     response: presentIngestResponse(e.response),
     verification: presentVerification(e),
+    deduplication: e.deduplication ?? null,
     created_at: e.created_at,
     updated_at: e.updated_at,
     ingest_url: `${ingestUrl}/h/${e.slug}`,
@@ -89,9 +93,9 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
     '/endpoints',
     { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.create' } }, schema: { body: createBody, response: R.created } },
     async (request, reply) => {
-      const { name, description, forward_url, response, verification } = request.body;
+      const { name, description, forward_url, response, verification, deduplication } = request.body;
       const a = request.auth;
-      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, response, verification, createdBy: a.memberId });
+      const result = await createEndpoint(db, config.plans, a.organizationId, { name, description, forwardUrl: forward_url, response, verification, deduplication, createdBy: a.memberId });
       if (!result.ok) {
         if (result.reason === 'invalid') throw badRequest(result.message);
         if (result.reason === 'plan_limit') throw planLimit(`The ${result.plan} plan allows ${result.limit} endpoints (paused ones count); delete one or upgrade the plan.`, 429);
@@ -117,9 +121,9 @@ export function endpointRoutes(app: FastifyInstance, { db, config, urls }: AppDe
     { config: { auth: { scopes: ['endpoints:write'], permission: 'endpoints.edit' } }, schema: { params: idParams, body: patchBody, response: R.updated } },
     async (request) => {
       const id = pathId(request.params.id, 'Endpoint');
-      const { name, description, forward_url, paused, response, verification } = request.body ?? {};
+      const { name, description, forward_url, paused, response, verification, deduplication } = request.body ?? {};
       const a = request.auth;
-      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused, response, verification }, a.memberId);
+      const result = await updateEndpoint(db, a.organizationId, id, { name, description, forwardUrl: forward_url, paused, response, verification, deduplication }, a.memberId);
       if (!result.ok) {
         if (result.reason === 'invalid') throw badRequest(result.message);
         throw notFound(`Endpoint ${id} not found.`);

@@ -11,6 +11,8 @@ export interface EndpointFields {
   response?: { status: number; headers?: Record<string, string>; body?: string } | null;
   /** Signature verification (src/verification/settings.ts); null removes it. */
   verification?: VerificationInput | null;
+  /** Duplicate suppression (src/routing/dedup.ts, which validates it); null removes it. */
+  deduplication?: unknown;
 }
 
 export const NAME_MAX = 100;

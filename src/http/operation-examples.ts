@@ -122,6 +122,7 @@ export const LIST_REQUEST_FORWARDS = page([
     next_attempt_at: null,
     last_status_code: 200,
     last_error: null,
+    filter_reason: null,
     replay_batch_id: null,
     created_at: '2026-01-01T00:00:00.010Z',
     updated_at: '2026-01-01T00:01:00.250Z',

@@ -95,6 +95,11 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     summary: "List a captured request's forwards and their attempts",
     responseExample: EX.LIST_REQUEST_FORWARDS,
   },
+  'POST /v1/requests/{id}/filter-test': {
+    id: 'testRequestFilter',
+    summary: 'Test a routing filter against a captured request',
+    requestExample: { filter: { body: { type: { $startsWith: 'invoice.' } } } },
+  },
 
   'GET /v1/destinations': { id: 'listDestinations', summary: 'List destinations', responseExample: EX.LIST_DESTINATIONS },
   'POST /v1/destinations': {

@@ -11,6 +11,7 @@ import { EndpointCache } from './endpoint-cache.ts';
 import { headerPairs, headerValues, parseTarget, readBody } from './request-parts.ts';
 import { sourceAddress, trustedProxies } from './source-ip.ts';
 import { verifyRequest, type VerificationResult } from '../verification/verify.ts';
+import { dedupKeyHash } from '../routing/dedup.ts';
 
 export interface IngestDeps {
   db: Db;
@@ -122,6 +123,9 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
         metrics?.verified(verifier.provider, verification.status);
       }
       const rejected = verification?.status === 'failed' && verifier!.enforce;
+      // Deduplication's key (src/routing/dedup.ts); the capture statement decides. Without it, one property check.
+      const dedup = endpoint.deduplication;
+      const dedupKey = dedup ? dedupKeyHash(dedup, raw, body.body) : null;
       const outcome = await batcher.submit({
         id,
         organization_id: endpoint.organization_id,
@@ -138,6 +142,7 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
         verification_status: verification?.status ?? null,
         verification_reason: verification?.reason ?? null,
         rejected,
+        ...(dedupKey && { dedup_key: dedupKey, dedup_window_seconds: dedup!.window_seconds }),
       });
       if (outcome === 'stored') {
         // Stored (so the user sees what was refused) but neither forwarded nor announced: the statement skips both.

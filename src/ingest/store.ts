@@ -66,29 +66,30 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  * round trip per group on the hottest path. Byte-exactness on both drivers
  * is tested in test/requests/captures.test.ts.
  */
-const CAPTURE_STATEMENT = `
+function captureStatement(dedup: boolean): string {
+  return `
 with live as (
   select e.id, e.paused, e.forward_url,
          exists (select from subscriptions s
                   where s.organization_id = e.organization_id and 'request.captured' = any(s.event_types) and s.status <> 'unsubscribed'
                     and (s.endpoint_id is null or s.endpoint_id = e.id)) as announce
     from endpoints e where e.id = any($8::uuid[]) for key share of e skip locked
-), u as (
+), ${dedup ? 'u0' : 'u'} as (
   select u.id, u.organization_id, u.endpoint_id, u.received_at, u.off, u.len, live.announce,
          u.r->>0 as method, u.r->>1 as path, u.r->>2 as query, u.r->3 as headers, u.r->>4 as content_type, u.r->>5 as source_ip,
-         u.r->>6 as verification_status, u.r->>7 as verification_reason, coalesce((u.r->>8)::boolean, false) as rejected
+         u.r->>6 as verification_status, u.r->>7 as verification_reason, coalesce((u.r->>8)::boolean, false) as rejected${dedup ? ', u.r->>9 as dedup_key, (u.r->>10)::int as dedup_window' : ''}
     from rows from (unnest($1::uuid[]), unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::timestamptz[]),
                     unnest($5::int[]), unnest($6::int[]), jsonb_array_elements($7::jsonb))
            as u(id, organization_id, endpoint_id, received_at, off, len, r)
-         join live on live.id = u.endpoint_id and not live.paused
+         join live on live.id = u.endpoint_id and not live.paused${dedup ? DEDUP_CTES : ''}
 ), blob as (
   select $9::bytea as bytes
 ), stored as (
   insert into captured_requests
     (id, organization_id, endpoint_id, received_at, method, path, query, headers, body, body_size, content_type, source_ip,
-     verification_status, verification_reason, rejected)
+     verification_status, verification_reason, rejected${dedup ? ', duplicate_of' : ''})
   select u.id, u.organization_id, u.endpoint_id, u.received_at, u.method, u.path, u.query, u.headers, b.body,
-         octet_length(b.body), u.content_type, u.source_ip, u.verification_status, u.verification_reason, u.rejected
+         octet_length(b.body), u.content_type, u.source_ip, u.verification_status, u.verification_reason, u.rejected${dedup ? ', u.duplicate_of' : ''}
     from u, blob cross join lateral (select substring(blob.bytes from u.off + 1 for u.len) as body) b
 ), announced as (
   insert into capture_announcements (capture_id, organization_id, endpoint_id, received_at)
@@ -109,13 +110,43 @@ with live as (
   select encode(overlay(uuid_send(u.id) placing set_byte(substring(uuid_send(gen_random_uuid()) from 9 for 8), 0, 128 + t.position)
                         from 9 for 8), 'hex')::uuid,
          u.organization_id, u.id, u.received_at, t.endpoint_id, t.forward_destination_id, t.destination_type, t.url, t.agent_id
-    from targets t join u on u.endpoint_id = t.endpoint_id and not u.rejected
+    from targets t join u on u.endpoint_id = t.endpoint_id and not u.rejected${dedup ? ' and u.duplicate_of is null' : ''}
    where exists (select from targets)
   returning 1
 )
 select id, paused, (select pg_notify('${DELIVERY_CHANNEL}', '') from queued limit 1) is not null as woke,
        (select pg_notify('${CAPTURES_CHANNEL}', '') from announced limit 1) is not null as announced
   from live`;
+}
+
+/**
+ * Deduplication (src/routing/dedup.ts), only in the variant run for a group
+ * holding a capture with a deduplication key: `keys` claims each key of the
+ * group for its earliest capture (insert ... on conflict on
+ * capture_dedup_keys). A key whose window is still open keeps its first
+ * capture; the upsert returns the row either way, the one another node's
+ * statement committed a moment ago included (the conflict waits for it), so
+ * exactly one capture of a key is ever the first. `u` then marks every other
+ * capture of the key duplicate_of that first one; duplicates are stored but
+ * get no delivery. A capture rejected by enforced verification claims no key.
+ */
+const DEDUP_CTES = `
+), keys as (
+  insert into capture_dedup_keys as k (endpoint_id, key_hash, capture_id, expires_at)
+  select distinct on (u0.endpoint_id, u0.dedup_key) u0.endpoint_id, decode(u0.dedup_key, 'hex'), u0.id,
+         u0.received_at + u0.dedup_window * interval '1 second'
+    from u0 where u0.dedup_key is not null and not u0.rejected
+   order by u0.endpoint_id, u0.dedup_key, u0.id
+  on conflict (endpoint_id, key_hash) do update
+     set capture_id = case when k.expires_at <= now() then excluded.capture_id else k.capture_id end,
+         expires_at = case when k.expires_at <= now() then excluded.expires_at else k.expires_at end
+  returning k.endpoint_id, k.key_hash, k.capture_id
+), u as (
+  select u0.*, case when keys.capture_id <> u0.id then keys.capture_id end as duplicate_of
+    from u0 left join keys on keys.endpoint_id = u0.endpoint_id and keys.key_hash = decode(u0.dedup_key, 'hex')`;
+
+const CAPTURE_STATEMENT = captureStatement(false);
+const CAPTURE_STATEMENT_DEDUP = captureStatement(true);
 
 /**
  * Stores a group of captures with their deliveries in one statement (above)
@@ -139,6 +170,7 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[])
   const bodies = new Array<Buffer>(captures.length);
   const endpoints = new Array<string>(captures.length);
   let total = 0;
+  let dedup = false;
   for (let i = 0; i < captures.length; i++) {
     const c = captures[i];
     const sep = i === 0 ? '' : ',';
@@ -151,15 +183,21 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[])
     texts[i] = c.verification_status
       ? [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip, c.verification_status, c.verification_reason ?? null, c.rejected === true]
       : [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip];
+    // deduplication (src/routing/dedup.ts): the key's digest and window at 9 and 10
+    if (c.dedup_key) {
+      dedup = true;
+      if (!c.verification_status) texts[i].push(null, null, false);
+      texts[i].push(c.dedup_key, c.dedup_window_seconds);
+    }
     endpoints[i] = c.endpoint_id;
     bodies[i] = c.body;
     total += c.body.length;
   }
   const distinct = [...new Set(endpoints)];
   const { rows } = await db.query<{ id: string; paused: boolean }>(
-    CAPTURE_STATEMENT,
+    dedup ? CAPTURE_STATEMENT_DEDUP : CAPTURE_STATEMENT,
     [ids + '}', orgs + '}', endpointIds + '}', times + '}', offsets + '}', lengths + '}', JSON.stringify(texts), `{${distinct.join(',')}}`, Buffer.concat(bodies, total)],
-    { name: 'weir_capture' },
+    { name: dedup ? 'weir_capture_dedup' : 'weir_capture' },
   );
   const live = new Map(rows.map((r) => [r.id, r.paused]));
   let busy: Set<string> | undefined;

@@ -25,6 +25,11 @@ export interface Capture {
   verification_reason?: FailureReason | null;
   /** Refused by enforce: the sender got 401; stored, never forwarded or announced. */
   rejected?: boolean;
+  /** Deduplication (src/routing/dedup.ts): the first capture of this one's key within the window; null when it is not a duplicate. Always read. */
+  duplicate_of?: string | null;
+  /** Write side only: the deduplication key's SHA-256 hex digest and the endpoint's window, for an endpoint with deduplication. */
+  dedup_key?: string | null;
+  dedup_window_seconds?: number;
 }
 
 export type CaptureSummary = Omit<Capture, 'body'>;
@@ -46,7 +51,7 @@ export async function deleteEndpointCaptures(tx: Queryable, endpointId: string):
  * for each read that leaves the body out (the capture pages here, the live
  * tail in tail.ts), so a column added to captures is added to all of them.
  */
-export const CAPTURE_SUMMARY_COLUMNS = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip, verification_status, verification_reason, rejected';
+export const CAPTURE_SUMMARY_COLUMNS = 'id, organization_id, endpoint_id, received_at, method, path, query, headers, body_size, content_type, source_ip, verification_status, verification_reason, rejected, duplicate_of';
 
 /**
  * One capture of an organization. received_at is derived from the id, so the
@@ -79,6 +84,8 @@ export interface CaptureFilters {
   deliveryStatus?: CaptureDeliveryState;
   /** Only captures whose signature verification had this status. */
   verification?: VerificationStatus;
+  /** true: only duplicates (duplicate_of set); false: only captures that are not duplicates. */
+  duplicate?: boolean;
 }
 
 /**
@@ -129,6 +136,7 @@ export function capturePageStatement(organizationId: string, endpointId: string,
   // qualified: the state's subquery reads deliveries, which has an id and organization_id too
   if (f.deliveryStatus) where.push(`${captureDeliveryStateSql('captured_requests.id', 'captured_requests.organization_id')} = ${p(f.deliveryStatus)}`);
   if (f.verification) where.push(`verification_status = ${p(f.verification)}`);
+  if (f.duplicate !== undefined) where.push(f.duplicate ? 'duplicate_of is not null' : 'duplicate_of is null');
   return { text: `select ${CAPTURE_SUMMARY_COLUMNS} from captured_requests where ${where.join(' and ')} order by id desc limit ${p(f.limit + 1)}`, params };
 }
 

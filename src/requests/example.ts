@@ -21,6 +21,7 @@ export const EXAMPLE_CAPTURE = {
   source_ip: '203.0.113.7',
   verification: { status: 'verified', reason: null },
   rejected: false,
+  duplicate_of: null,
   body: '{"id":"evt_1","type":"payment_intent.succeeded","data":{}}',
   body_encoding: 'utf8',
 };

@@ -16,6 +16,7 @@ export function presentCaptureSummary(c: CaptureSummary) {
     source_ip: c.source_ip,
     verification: c.verification_status ? { status: c.verification_status, reason: c.verification_reason ?? null } : null,
     rejected: c.rejected ?? false,
+    duplicate_of: c.duplicate_of ?? null,
   };
 }
 

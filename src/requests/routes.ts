@@ -22,6 +22,7 @@ const listQuery = {
     q: { type: 'string', minLength: 1, maxLength: 200 },
     delivery_status: { type: 'string', enum: [...CAPTURE_DELIVERY_STATES], description: "Only captures whose delivery summary has this status (delivery.status)." },
     verification: { type: 'string', enum: ['verified', 'failed'], description: 'Only captures whose signature verification had this status (verification.status).' },
+    duplicate: { type: 'string', enum: ['true', 'false'], description: 'true: only duplicates (duplicate_of set, not forwarded); false: only captures that are not duplicates (docs/routing.md).' },
   },
 } as const;
 
@@ -34,6 +35,7 @@ interface ListQuery {
   q?: string;
   delivery_status?: CaptureDeliveryState;
   verification?: 'verified' | 'failed';
+  duplicate?: 'true' | 'false';
 }
 
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -69,6 +71,7 @@ export function requestRoutes(app: FastifyInstance, { db }: AppDeps): void {
         q: q.q,
         deliveryStatus: q.delivery_status,
         verification: q.verification,
+        duplicate: q.duplicate === undefined ? undefined : q.duplicate === 'true',
       });
       return { data: toPage(rows, q.limit, (c) => ({ ...presentCaptureSummary(c), delivery: c.delivery })) };
     },

@@ -17,7 +17,7 @@ const deliverySummarySchema = {
   additionalProperties: false,
   required: ['status', 'destinations', 'delivered', 'retrying', 'pending', 'failed'],
   description:
-    "Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left) or no_destinations; with how many destinations are in each state.",
+    "Where the capture's forwarding stands: delivered (every destination), retrying, pending (not tried yet), failed (some destination has no retry left), no_destinations, or filtered (every destination's filter left it out, docs/routing.md); with how many destinations are in each state (a filtered destination counts only in destinations).",
   properties: {
     status: { type: 'string', enum: [...CAPTURE_DELIVERY_STATES] },
     destinations: { type: 'integer' },
@@ -31,7 +31,7 @@ const deliverySummarySchema = {
 export const captureSummarySchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'endpoint_id', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'body_size', 'source_ip', 'verification', 'rejected'],
+  required: ['id', 'endpoint_id', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'body_size', 'source_ip', 'verification', 'rejected', 'duplicate_of'],
   properties: {
     id: { type: 'string', format: 'uuid' },
     endpoint_id: { type: 'string', format: 'uuid' },
@@ -51,6 +51,11 @@ export const captureSummarySchema = {
     rejected: {
       type: 'boolean',
       description: "true when the endpoint's enforced verification refused it: the sender got 401, and it was stored but not forwarded or announced.",
+    },
+    duplicate_of: {
+      type: ['string', 'null'],
+      format: 'uuid',
+      description: "The endpoint's deduplication found this capture's key on an earlier capture within the window: that capture's id. A duplicate is stored and acknowledged but not forwarded (docs/routing.md).",
     },
     delivery: deliverySummarySchema,
   },

@@ -157,6 +157,7 @@ describe('OpenAPI document against every real answer', () => {
 
     // replay and the forwards of a request
     await call('POST', '/v1/requests/{id}/replay', { url: `/v1/requests/${capture.id}/replay`, expect: 202 });
+    await call('POST', '/v1/requests/{id}/filter-test', { url: `/v1/requests/${capture.id}/filter-test`, body: { filter: { body: { type: 'x' } } }, expect: 200 });
 
     // agents
     const agent = (await json('POST', '/v1/agents', { body: { name: 'laptop' }, expect: 201 })).data;

@@ -47,7 +47,7 @@ describe('GET /v1/endpoints/:id/requests', () => {
     const o = await orgEndpoint();
     await store(t.db, o.endpoint, [{ method: 'PUT', path: '/x', query: 'a=1', headers: [['A', '1'], ['a', '2']] }]);
     const [item] = (await list(o.key, o.endpoint.id)).json.data.data;
-    assert.deepEqual(Object.keys(item).sort(), ['body_size', 'content_type', 'delivery', 'endpoint_id', 'headers', 'id', 'method', 'path', 'query', 'received_at', 'rejected', 'source_ip', 'verification']);
+    assert.deepEqual(Object.keys(item).sort(), ['body_size', 'content_type', 'delivery', 'duplicate_of', 'endpoint_id', 'headers', 'id', 'method', 'path', 'query', 'received_at', 'rejected', 'source_ip', 'verification']);
     assert.deepEqual(item.headers, [{ name: 'A', value: '1' }, { name: 'a', value: '2' }]);
     assert.deepEqual([item.method, item.path, item.query, item.body_size], ['PUT', '/x', 'a=1', 2]);
   });
@@ -122,6 +122,7 @@ describe('GET /v1/requests/:id and /body', () => {
       // an endpoint without signature verification (test/verification covers the rest)
       verification: null,
       rejected: false,
+      duplicate_of: null,
       body: '{"a":"é"}',
       body_encoding: 'utf8',
       delivery: { status: 'no_destinations', destinations: 0, delivered: 0, retrying: 0, pending: 0, failed: 0 },
