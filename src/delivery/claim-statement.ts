@@ -33,6 +33,8 @@ export interface ClaimRow {
   target_port: number | null;
   target_path: string | null;
   agent_environment: 'production' | 'development' | null;
+  transformation: { code: string } | null;
+  request_received_at: Date | null;
   db_now: Date;
   /** only in the statement with batch pacing */
   paced_batches?: boolean;
@@ -116,6 +118,7 @@ function claimSql(batches: boolean): string {
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
+            fd.transformation, c.request_received_at,
             statement_timestamp() as db_now${
               batches
                 ? `,

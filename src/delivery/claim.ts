@@ -126,6 +126,8 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       targetPort: r.target_port,
       targetPath: r.target_path,
       agentEnvironment: r.agent_environment,
+      transformation: r.transformation,
+      requestReceivedAt: r.request_received_at,
       retry:
         r.destination_type === 'agent'
           ? agentRetry(r.agent_environment)

@@ -33,6 +33,10 @@ export interface ClaimedDelivery {
   /** Agent deliveries: the agent's environment, downgraded by the destination's environment_override. */
   agentEnvironment?: 'production' | 'development' | null;
   retry: RetrySettings;
+  /** The destination's transformation as it is now (src/transformations); null or absent: none. */
+  transformation?: { code: string } | null;
+  /** When the capture arrived (a transformation's context.received_at). */
+  requestReceivedAt?: Date | null;
 }
 
 /** What one attempt produced, as recorded in delivery_attempts. */
@@ -44,6 +48,9 @@ export interface AttemptResult extends AttemptOutcome {
   responseBody?: Buffer;
   responseTruncated?: boolean;
   errorMessage?: string;
+  /** sha256 of the transformation code this attempt ran, and the request as sent (src/transformations/run.ts). */
+  transformationHash?: string;
+  sentRequest?: unknown;
 }
 
 /**

@@ -28,13 +28,14 @@ export interface ForwardDestination {
   intelligent_retry: boolean;
   rate_limit_enabled: boolean;
   rate_limit_per_minute: number | null;
+  transformation: { code: string } | null;
   created_at: Date;
   updated_at: Date;
 }
 
 export const FORWARD_COLUMNS = `id, organization_id, endpoint_id, saved_destination_id, name, destination_type, url, agent_id,
   target_port, target_path, enabled, method_override, environment_override, sort_order, retry_enabled, retry_schedule,
-  intelligent_retry, rate_limit_enabled, rate_limit_per_minute, created_at, updated_at`;
+  intelligent_retry, rate_limit_enabled, rate_limit_per_minute, transformation, created_at, updated_at`;
 
 /** A forward destination to insert; settings left undefined take the column defaults. */
 export type NewForwardDestination = { name: string; savedDestinationId?: string | null } & (
@@ -43,7 +44,7 @@ export type NewForwardDestination = { name: string; savedDestinationId?: string 
 ) &
   ForwardSettings;
 
-const SETTING_COLUMNS = ['method_override', 'retry_enabled', 'retry_schedule', 'intelligent_retry', 'rate_limit_enabled', 'rate_limit_per_minute'] as const;
+const SETTING_COLUMNS = ['method_override', 'retry_enabled', 'retry_schedule', 'intelligent_retry', 'rate_limit_enabled', 'rate_limit_per_minute', 'transformation'] as const;
 
 // Column names in dynamic SQL come only from these constant lists, never from input.
 const CASTS: Record<string, string> = {
@@ -60,7 +61,11 @@ const CASTS: Record<string, string> = {
   intelligent_retry: '::boolean',
   rate_limit_enabled: '::boolean',
   rate_limit_per_minute: '::int',
+  transformation: '::jsonb',
 };
+
+/** jsonb columns go as JSON text; null stays SQL null (JSON.stringify(null) would be the JSON null). */
+const columnValue = (c: string, v: unknown) => (c === 'transformation' && v !== null ? JSON.stringify({ code: (v as { code: string }).code }) : v);
 
 export type AttachResult =
   | { ok: true; destination: ForwardDestination }
@@ -106,7 +111,7 @@ export async function attachForwardDestination(
       : { agent_id: d.agent_id, target_port: d.target_port, target_path: d.target_path, environment_override: d.environment_override }),
   };
   // Settings left out take the schema's defaults (one source of truth for the default retry schedule).
-  for (const f of SETTING_COLUMNS) if (d[f] !== undefined) values[f] = d[f];
+  for (const f of SETTING_COLUMNS) if (d[f] !== undefined) values[f] = columnValue(f, d[f]);
   const names = Object.keys(values);
   const { rows } = await tx.query<ForwardDestination>(
     `insert into forward_destinations (${names.join(', ')})
@@ -173,7 +178,7 @@ export async function updateForwardDestination(
     );
   if (problem) return { ok: false, reason: 'invalid', message: problem };
   const values: Record<string, unknown> = {};
-  for (const c of PATCH_COLUMNS) if (patch[c] !== undefined) values[c] = c === 'name' ? (patch.name as string).trim() : patch[c];
+  for (const c of PATCH_COLUMNS) if (patch[c] !== undefined) values[c] = c === 'name' ? (patch.name as string).trim() : columnValue(c, patch[c]);
   const names = Object.keys(values);
   if (names.length === 0) return { ok: true, destination: current };
   const { rows } = await tx.query<ForwardDestination>(

@@ -74,10 +74,12 @@ export interface ForwardSettings {
   intelligent_retry?: boolean;
   rate_limit_enabled?: boolean;
   rate_limit_per_minute?: number | null;
+  /** JavaScript run before each send (src/transformations); checked to compile by the routes. */
+  transformation?: { code: string } | null;
 }
 
 export const RETRY_FIELDS = ['retry_enabled', 'retry_schedule', 'intelligent_retry'] as const;
-export const SETTINGS_FIELDS = ['method_override', ...RETRY_FIELDS, 'rate_limit_enabled', 'rate_limit_per_minute'] as const;
+export const SETTINGS_FIELDS = ['method_override', ...RETRY_FIELDS, 'rate_limit_enabled', 'rate_limit_per_minute', 'transformation'] as const;
 
 export function retryScheduleProblem(schedule: number[]): string | undefined {
   if (schedule.length === 0 || schedule.length > RETRY_SCHEDULE_MAX_ENTRIES) {

@@ -33,6 +33,8 @@ const settingsProperties = {
   intelligent_retry: { type: 'boolean' },
   rate_limit_enabled: { type: 'boolean' },
   rate_limit_per_minute: { type: ['integer', 'null'] },
+  // checked to compile by the route (src/transformations/check.ts)
+  transformation: { type: ['object', 'null'], additionalProperties: false, required: ['code'], properties: { code: { type: 'string' } } },
 } as const;
 
 export const createBodySchema = {
@@ -154,6 +156,13 @@ export const forwardDestinationSchema = object(
     intelligent_retry: { type: ['boolean', 'null'] },
     rate_limit_enabled: bool,
     rate_limit_per_minute: nullableInt,
+    transformation: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      required: ['code', 'hash'],
+      properties: { code: str, hash: { type: 'string', description: 'sha256 of the code: the version each attempt records (transformation_hash).' } },
+      description: 'JavaScript defining function handler(request, context), run on each request before it is sent (docs/transformations.md); null: forward what arrived.',
+    },
     created_at: time,
     updated_at: time,
   },
@@ -177,6 +186,7 @@ export const forwardDestinationSchema = object(
       intelligent_retry: false,
       rate_limit_enabled: false,
       rate_limit_per_minute: null,
+      transformation: null,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
     },

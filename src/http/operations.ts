@@ -95,6 +95,12 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     summary: "List a captured request's forwards and their attempts",
     responseExample: EX.LIST_REQUEST_FORWARDS,
   },
+  'POST /v1/requests/{id}/transform-test': {
+    id: 'testTransformation',
+    summary: "Run transformation code against a captured request, without sending it",
+    requestExample: { code: 'function handler(request, context) {\n  return { ...request, body: { text: request.body.type } };\n}' },
+  },
+  'GET /v1/requests/{id}/forwards/{delivery_id}/transformed': { id: 'getTransformedForward', summary: 'Get the request a transformed forward sent' },
 
   'GET /v1/destinations': { id: 'listDestinations', summary: 'List destinations', responseExample: EX.LIST_DESTINATIONS },
   'POST /v1/destinations': {

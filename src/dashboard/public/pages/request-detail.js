@@ -183,7 +183,7 @@ function ReplayBox({ r, mayReplay }) {
   </div>`;
 }
 
-const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded']);
+const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded', 'skipped']);
 const TONE = { succeeded: 'ok', failed: 'bad', dead: 'bad', superseded: 'muted', pending: 'warn', in_flight: 'warn' };
 
 /** GET /v1/requests/:id/forwards, refreshed every 2 s until every forward is final (succeeded, failed or dead), then no more. */
