@@ -194,7 +194,7 @@ describe('transformations', () => {
       eps.push(ep);
     }
     const healthy = await insertEndpoint(t.db, s.org.id, { forwardUrl: `${rx.url}/healthy` });
-    const caps = [];
+    const caps: Array<{ id: string }> = [];
     for (const ep of eps) caps.push((await insertCaptures(t.db, ep, [{ body: '{"a":1}' }]))[0]);
     worker = await startTestWorker(t.db, { concurrency: 2 });
     const rows = await settled(cases.length);
