@@ -20,6 +20,10 @@
  * through the Db interface, see forward-measure.ts).
  * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10),
  * BENCH_ROUNDS (rounds of (a), default 3, the median is the figure).
+ * BENCH_TRANSFORM=1 adds (t): forwards through a forward destination whose
+ * transformation rewrites headers and the JSON body ÷ the same destination
+ * without one, alternating in the same run, and the sandbox's cold start
+ * and cost a call (docs/transformations.md).
  */
 import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -39,7 +43,8 @@ import type { Capture } from '../src/requests/captures.ts';
 import { openBenchDb } from './bench-db.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
 import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
-import { insertEndpoint } from '../test/helpers/fixtures.ts';
+import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
+import { Sandbox } from '../src/transformations/sandbox.ts';
 import { testCa } from '../test/helpers/https.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
@@ -78,14 +83,14 @@ const org = await createOrganization(db, { name: 'Bench', plan: 'business', regi
 const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
 
 /** One capture group: `n` captures and their deliveries in one capture statement, like the ingest batcher's group commit. */
-async function capture(n: number): Promise<string[]> {
+async function capture(n: number, into: { id: string } = endpoint): Promise<string[]> {
   const caps: Capture[] = [];
   for (let i = 0; i < n; i++) {
     const id = newId();
     caps.push({
       id,
       organization_id: org.id,
-      endpoint_id: endpoint.id,
+      endpoint_id: into.id,
       received_at: new Date(idTime(id)),
       method: 'POST',
       path: '',
@@ -159,8 +164,8 @@ async function direct(n: number): Promise<Phase> {
   return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: 0 };
 }
 
-async function throughWeir(n: number): Promise<Phase> {
-  for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done));
+async function throughWeir(n: number, into: { id: string } = endpoint): Promise<Phase> {
+  for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done), into);
   settled = 0;
   const w = worker();
   const cpu = await cpuNow(db);
@@ -200,6 +205,43 @@ console.log(
     `${db.kind === 'postgres' ? ` (this process alone ${fmt(median(rounds.map((r) => r.weir.cpuMs / r.direct.cpuMs)), 1)})` : ''}; ` +
     `statements a forward ${fmt(median(rounds.map((r) => r.weir.statements)), 2)} (${delivered} distinct captures arrived of ${ROUNDS * FORWARDS})`,
 );
+
+// --- (t) transformations: with ÷ without, same run ------------------------------
+if (process.env.BENCH_TRANSFORM === '1') {
+  // a typical transformation: drop a header, add two, reshape the JSON body
+  const code = `function handler(request, context) {
+  const headers = { ...request.headers, 'x-event-type': request.body.type, 'x-weir-capture': context.request_id };
+  delete headers['stripe-signature'];
+  const o = request.body.data.object;
+  return { ...request, headers, body: { event: request.body.id, type: request.body.type, amount: o.amount / 100, currency: o.currency.toUpperCase() } };
+}`;
+  const plainEp = await insertEndpoint(db, org.id);
+  const transformedEp = await insertEndpoint(db, org.id);
+  await insertForwardDestination(db, plainEp, { url: target });
+  const fd = await insertForwardDestination(db, transformedEp, { url: target });
+  await db.query('update forward_destinations set transformation = $1::jsonb where id = $2::uuid', [JSON.stringify({ code }), fd.id]);
+  await throughWeir(1000, transformedEp);
+  const tRounds: Array<{ plain: number; transformed: number }> = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const plain = await throughWeir(FORWARDS, plainEp);
+    const transformed = await throughWeir(FORWARDS, transformedEp);
+    tRounds.push({ plain: plain.rate, transformed: transformed.rate });
+    console.log(`(t) round ${r + 1} (load ${fmt(loadavg()[0], 1)}): without ${fmt(plain.rate)}/s, with a transformation ${fmt(transformed.rate)}/s`);
+  }
+  console.log(`(t) median of ${ROUNDS} rounds: with ÷ without ${fmt(median(tRounds.map((r) => r.transformed / r.plain)), 2)}`);
+  // the sandbox alone: a fresh WebAssembly instance and a first run, then warm calls
+  const cold = new Sandbox();
+  const input = { request: { method: 'POST', path: '', query: '', headers: Object.fromEntries(HEADERS.map(([n, v]) => [n.toLowerCase(), v])), body: JSON.parse(BODY.toString()) }, context: { request_id: 'x' } };
+  const c0 = performance.now();
+  await cold.run(code, input, { scope: 'bench' });
+  const firstRun = performance.now() - c0;
+  const calls = 2000;
+  const c1 = performance.now();
+  for (let i = 0; i < calls; i++) await cold.run(code, input, { scope: 'bench' });
+  const perCall = (performance.now() - c1) / calls;
+  console.log(`(t) sandbox: cold start ${fmt(cold.coldStartMs, 1)} ms (WebAssembly instance) + first run with compile ${fmt(firstRun - cold.coldStartMs, 1)} ms; warm call ${fmt(perCall * 1000)} µs (input and output as JSON)`);
+  cold.close();
+}
 
 // --- (b) drain ratio at half the maximum --------------------------------------
 if (PARTS.includes('b')) {

@@ -21,6 +21,10 @@ export interface Config {
   /** Plan of the organization the first start creates (orgs/plans.ts bootstrapPlan). */
   bootstrapPlan: PlanName;
   maxBodyBytes: number;
+  /** A transformation run's CPU limit (WEIR_TRANSFORM_CPU_MS, docs/transformations.md). */
+  transformCpuMs: number;
+  /** A transformation code version's heap limit (WEIR_TRANSFORM_MEMORY_MB). */
+  transformMemoryBytes: number;
   trustedProxies: string[];
   logLevel: string;
   dbPoolSize: number;
@@ -193,6 +197,8 @@ export function loadConfig(env: Env = process.env): Config {
     plans,
     bootstrapPlan: bootstrapPlan(plansValue !== undefined),
     maxBodyBytes: boundedInt(env, 'WEIR_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024 * 1024 * 1024),
+    transformCpuMs: boundedInt(env, 'WEIR_TRANSFORM_CPU_MS', 50, 10_000, 1),
+    transformMemoryBytes: boundedInt(env, 'WEIR_TRANSFORM_MEMORY_MB', 16, 1024, 2) * 1024 * 1024,
     trustedProxies,
     logLevel,
     dbPoolSize: boundedInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),

@@ -14,6 +14,7 @@ import { routingRoutes } from './routing/routes.ts';
 import { tailRoutes } from './requests/tail-routes.ts';
 import { subscriptionRoutes } from './subscriptions/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
+import { transformationRoutes } from './transformations/routes.ts';
 
 /** Every route module of the API listener: `v1` ones are mounted under /v1 behind the auth hook. */
 export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
@@ -26,6 +27,7 @@ export const routeModules: { v1: RouteModule[]; root: RouteModule[] } = {
     destinationRoutes,
     deliveryRoutes,
     routingRoutes,
+    transformationRoutes,
     incidentRoutes,
     agentRoutes,
     subscriptionRoutes,

@@ -15,6 +15,7 @@ import { findAgentByToken, type Agent } from './agents.ts';
 import { AgentLink } from './link.ts';
 import { AGENTS_CHANNEL } from './manage.ts';
 import { listAgentTargets, readConnections, registerConnection, unregisterConnection } from './presence.ts';
+import { limitsOf } from '../transformations/sandbox.ts';
 import {
   AGENT_PATH,
   CLOSE_PROTOCOL_ERROR,
@@ -91,6 +92,7 @@ export class AgentGateway {
       agentIds: () => [...this.links.values()].filter((l) => l.hasRoom && l.ws.readyState === l.ws.OPEN).map((l) => l.agentId),
       onSettled: d.onSettled,
       metrics: d.metrics,
+      transformLimits: limitsOf(d.config),
     });
     this.ticker = createLoop({
       name: 'agent_links',

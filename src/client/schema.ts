@@ -452,6 +452,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/requests/{id}/transform-test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run transformation code against a captured request, without sending it
+         * @description Scopes: `requests:read` (custom keys). Role permission: `requests.view` (held by super_admin, admin, developer, viewer).
+         */
+        post: operations["testTransformation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/{id}/forwards/{delivery_id}/transformed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the request a transformed forward sent
+         * @description Scopes: `requests:read` (custom keys). Role permission: `requests.view` (held by super_admin, admin, developer, viewer).
+         */
+        get: operations["getTransformedForward"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/incidents": {
         parameters: {
             query?: never;
@@ -4780,6 +4820,9 @@ export interface operations {
                     filter?: {
                         [key: string]: unknown;
                     } | null;
+                    transformation?: {
+                        code: string;
+                    } | null;
                 };
             };
         };
@@ -4831,6 +4874,12 @@ export interface operations {
                              */
                             filter: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description JavaScript defining function handler(request, context), run on each request before it is sent (docs/transformations.md); null: forward what arrived. */
+                            transformation: {
+                                code: string;
+                                /** @description sha256 of the code: the version each attempt records (transformation_hash). */
+                                hash: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -5453,6 +5502,12 @@ export interface operations {
                                 filter: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description JavaScript defining function handler(request, context), run on each request before it is sent (docs/transformations.md); null: forward what arrived. */
+                                transformation: {
+                                    code: string;
+                                    /** @description sha256 of the code: the version each attempt records (transformation_hash). */
+                                    hash: string;
+                                } | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -5587,6 +5642,9 @@ export interface operations {
                     filter?: {
                         [key: string]: unknown;
                     } | null;
+                    transformation?: {
+                        code: string;
+                    } | null;
                 };
             };
         };
@@ -5623,6 +5681,7 @@ export interface operations {
                          *       "rate_limit_enabled": false,
                          *       "rate_limit_per_minute": null,
                          *       "filter": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -5667,6 +5726,12 @@ export interface operations {
                              */
                             filter: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description JavaScript defining function handler(request, context), run on each request before it is sent (docs/transformations.md); null: forward what arrived. */
+                            transformation: {
+                                code: string;
+                                /** @description sha256 of the code: the version each attempt records (transformation_hash). */
+                                hash: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -5938,6 +6003,9 @@ export interface operations {
                     filter?: {
                         [key: string]: unknown;
                     } | null;
+                    transformation?: {
+                        code: string;
+                    } | null;
                 };
             };
         };
@@ -5974,6 +6042,7 @@ export interface operations {
                          *       "rate_limit_enabled": false,
                          *       "rate_limit_per_minute": null,
                          *       "filter": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -6018,6 +6087,12 @@ export interface operations {
                              */
                             filter: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description JavaScript defining function handler(request, context), run on each request before it is sent (docs/transformations.md); null: forward what arrived. */
+                            transformation: {
+                                code: string;
+                                /** @description sha256 of the code: the version each attempt records (transformation_hash). */
+                                hash: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -6360,7 +6435,8 @@ export interface operations {
                      *                 ],
                      *                 "response_body": "Service Unavailable",
                      *                 "response_body_encoding": "utf8",
-                     *                 "response_body_truncated": false
+                     *                 "response_body_truncated": false,
+                     *                 "transformation_hash": null
                      *               },
                      *               {
                      *                 "id": "0193a8c2-0000-7000-8000-000000000022",
@@ -6379,7 +6455,8 @@ export interface operations {
                      *                 ],
                      *                 "response_body": "{\"received\":true}",
                      *                 "response_body_encoding": "utf8",
-                     *                 "response_body_truncated": false
+                     *                 "response_body_truncated": false,
+                     *                 "transformation_hash": null
                      *               }
                      *             ]
                      *           }
@@ -6415,10 +6492,10 @@ export interface operations {
                                 /** @description The stable `webhook-id` every attempt carries, for receivers to drop duplicates. */
                                 webhook_id: string;
                                 /**
-                                 * @description superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md). filtered: the request did not match the destination's filter and was not sent (filter_reason says why; docs/routing.md).
+                                 * @description superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md). filtered: the request did not match the destination's filter and was not sent (filter_reason says why; docs/routing.md). skipped: the transformation returned null, so nothing was sent (last_error says so; docs/transformations.md).
                                  * @enum {string}
                                  */
-                                status: "pending" | "in_flight" | "succeeded" | "failed" | "dead" | "superseded" | "filtered";
+                                status: "pending" | "in_flight" | "succeeded" | "failed" | "dead" | "superseded" | "filtered" | "skipped";
                                 attempt_count: number;
                                 /** Format: date-time */
                                 next_attempt_at: string | null;
@@ -6451,6 +6528,8 @@ export interface operations {
                                     /** @enum {string|null} */
                                     response_body_encoding: "utf8" | "base64" | null;
                                     response_body_truncated: boolean;
+                                    /** @description sha256 of the destination's transformation code this attempt ran (docs/transformations.md); null: none ran. */
+                                    transformation_hash: string | null;
                                 }[];
                             }[];
                             meta: {
@@ -6667,6 +6746,303 @@ export interface operations {
             };
             /** @description The JSON body is larger than 1 MiB (`payload_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Something unexpected failed on the server (`internal_error`); the message quotes the request id to report. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The node is shutting down: retry on another (`service_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    testTransformation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "function handler(request, context) {\n  return { ...request, body: { text: request.body.type } };\n}"
+                 *     }
+                 */
+                "application/json": {
+                    code: string;
+                    /** @description Given to the handler as context.destination_id; the capture is not sent anywhere. */
+                    destination_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The handler's answer for this capture, its console lines and how long it ran. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example {
+                         *       "request": {
+                         *         "method": "POST",
+                         *         "path": "",
+                         *         "query": "",
+                         *         "headers": {
+                         *           "content-type": "application/json",
+                         *           "webhook-id": "msg_0193a8c2-0000-7000-8000-0000000000c1"
+                         *         },
+                         *         "body": {
+                         *           "text": "Payment of 20.00 USD succeeded"
+                         *         }
+                         *       },
+                         *       "logs": [
+                         *         "event charge.succeeded"
+                         *       ],
+                         *       "duration_ms": 0.42
+                         *     }
+                         */
+                        data: {
+                            /** @description What would be sent (Weir-owned headers applied), or null: the handler skips this request. */
+                            request: {
+                                method: string;
+                                path: string;
+                                query: string;
+                                /** @description Lower-case names to string values; repeated headers joined with ", ". */
+                                headers: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Parsed JSON for a JSON content type, else the UTF-8 text, else null (see body_base64). */
+                                body: unknown;
+                                /** @description Only when the body is not UTF-8 text. */
+                                body_base64?: string;
+                            } | null;
+                            /** @description console.log lines, at most 50 of at most 1000 characters. */
+                            logs: string[];
+                            duration_ms: number;
+                        };
+                    };
+                };
+            };
+            /** @description Bad input: a malformed body, parameter or query (`bad_request`, `missing_field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description No valid credential (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The key lacks a scope or its role a permission (`forbidden`), or the plan forbids it (`plan_limit`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Not found, or another organization's (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The JSON body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Something unexpected failed on the server (`internal_error`); the message quotes the request id to report. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The node is shutting down: retry on another (`service_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getTransformedForward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request as its newest transformed attempt sent it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            delivery_id: string;
+                            attempt_number: number;
+                            transformation_hash: string;
+                            method: string;
+                            url: string | null;
+                            path: string;
+                            query: string;
+                            /** @description [name, value] pairs as sent, Weir-owned headers included. */
+                            headers: string[][];
+                            /** @description UTF-8 text, or base64 when the bytes are not valid UTF-8 (body_encoding). */
+                            body: string;
+                            /** @enum {string} */
+                            body_encoding: "utf8" | "base64";
+                        };
+                    };
+                };
+            };
+            /** @description Bad input: a malformed body, parameter or query (`bad_request`, `missing_field`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description No valid credential (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description The key lacks a scope or its role a permission (`forbidden`), or the plan forbids it (`plan_limit`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Not found, or another organization's (`not_found`). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

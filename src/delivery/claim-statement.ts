@@ -37,6 +37,8 @@ export interface ClaimRow {
   filter: unknown;
   filter_version: string | null;
   ignore_filter: boolean;
+  transformation: { code: string } | null;
+  request_received_at: Date | null;
   db_now: Date;
   /** only in the statement with batch pacing */
   paced_batches?: boolean;
@@ -122,6 +124,7 @@ function claimSql(batches: boolean): string {
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
             -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
             fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            fd.transformation, c.request_received_at,
             statement_timestamp() as db_now${
               batches
                 ? `,

@@ -128,6 +128,8 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       agentEnvironment: r.agent_environment,
       filter: r.ignore_filter ? null : r.filter,
       filterVersion: r.filter_version,
+      transformation: r.transformation,
+      requestReceivedAt: r.request_received_at,
       retry:
         r.destination_type === 'agent'
           ? agentRetry(r.agent_environment)

@@ -23,15 +23,19 @@ function lastErrorOf({ result, decision }: Outcome): string | null {
 
 const INPUT_AND_ATTEMPT = `with input as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[], $8::int[],
-                            $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[])
+                            $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
+                            $22::text[], $23::text[])
          as i(attempt_id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code,
-              response_headers, response_body_hex, truncated, error_class, error_message, status, delay_s, last_error, lease_id)
+              response_headers, response_body_hex, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
+              transformation_hash, sent_request)
      ),
      attempt as (
        insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, node, started_at, duration_ms, url,
-                                      status_code, response_headers, response_body, response_body_truncated, error_class, error_message)
+                                      status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
+                                      transformation_hash, sent_request)
        select attempt_id, delivery_id, organization_id, attempt_number, $18, started_at, duration_ms, url,
-              status_code, response_headers::jsonb, decode(response_body_hex, 'hex'), truncated, error_class, error_message
+              status_code, response_headers::jsonb, decode(response_body_hex, 'hex'), truncated, error_class, error_message,
+              transformation_hash, sent_request::jsonb
          from input
         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
         where exists (select 1 from deliveries d where d.id = input.delivery_id)
@@ -110,6 +114,9 @@ export async function completeAttempts(db: Queryable, outcomes: readonly Outcome
       node,
       ...BATCH_MARKS,
       CANCELLED_ERROR,
+      // src/transformations/run.ts: the code version an attempt ran and what it sent
+      col((o) => o.result.transformationHash ?? null),
+      col((o) => (o.result.sentRequest === undefined ? null : JSON.stringify(o.result.sentRequest))),
     ],
   );
   return new Set(rows.map((r) => r.id));

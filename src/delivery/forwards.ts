@@ -15,6 +15,8 @@ export interface ForwardAttempt {
   response_body: string | null;
   response_body_encoding: 'utf8' | 'base64' | null;
   response_body_truncated: boolean;
+  /** sha256 of the transformation code the attempt ran (src/transformations); null without one. */
+  transformation_hash: string | null;
 }
 
 /** One delivery of a captured request (the original fan-out or a replay) with every attempt, oldest first. */
@@ -78,7 +80,9 @@ export async function listForwards(
     [q.requestId, q.organizationId, q.before ?? null, q.limit + 1],
   );
   const { rows: attempts } = await db.query<any>(
-    `select * from delivery_attempts where delivery_id = any($1::uuid[]) order by delivery_id, attempt_number, started_at`,
+    `select id, delivery_id, attempt_number, started_at, duration_ms, url, status_code, error_class, error_message,
+            response_headers, response_body, response_body_truncated, transformation_hash
+       from delivery_attempts where delivery_id = any($1::uuid[]) order by delivery_id, attempt_number, started_at`,
     [rows.map((r) => r.id)],
   );
   const byDelivery = new Map<string, ForwardAttempt[]>();
@@ -98,6 +102,7 @@ export async function listForwards(
       response_body: text,
       response_body_encoding: encoding,
       response_body_truncated: a.response_body_truncated,
+      transformation_hash: a.transformation_hash ?? null,
     });
     byDelivery.set(a.delivery_id, list);
   }

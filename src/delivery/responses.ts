@@ -13,6 +13,7 @@ const attemptSchema = object({
   response_body: { type: ['string', 'null'], description: 'UTF-8 text, or base64 when the bytes are not valid UTF-8 (response_body_encoding).' },
   response_body_encoding: oneOfStrings(['utf8', 'base64'], true),
   response_body_truncated: bool,
+  transformation_hash: { type: ['string', 'null'], description: "sha256 of the destination's transformation code this attempt ran (docs/transformations.md); null: none ran." },
 });
 
 /** One delivery of a captured request (the fan-out or a replay) with every attempt (src/delivery/forwards.ts). */
@@ -27,9 +28,9 @@ export const forwardSchema = object({
   agent_id: nullableUuid,
   webhook_id: { type: 'string', description: 'The stable `webhook-id` every attempt carries, for receivers to drop duplicates.' },
   status: {
-    ...oneOfStrings(['pending', 'in_flight', 'succeeded', 'failed', 'dead', 'superseded', 'filtered']),
+    ...oneOfStrings(['pending', 'in_flight', 'succeeded', 'failed', 'dead', 'superseded', 'filtered', 'skipped']),
     description:
-      "superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md). filtered: the request did not match the destination's filter and was not sent (filter_reason says why; docs/routing.md).",
+      "superseded: a later replay delivered this request to this destination, so this delivery ended without being sent again (docs/forwarding.md). filtered: the request did not match the destination's filter and was not sent (filter_reason says why; docs/routing.md). skipped: the transformation returned null, so nothing was sent (last_error says so; docs/transformations.md).",
   },
   attempt_count: int,
   next_attempt_at: nullableTime,

@@ -52,10 +52,15 @@ export type ErrorClass =
   | 'invalid_url'
   | 'invalid_request'
   | 'capture_missing'
-  | 'destination_disabled';
+  | 'destination_disabled'
+  // src/transformations: the destination's code failed; never retried with the same code
+  | 'transformation_timeout'
+  | 'transformation_memory'
+  | 'transformation_error';
 
 /** Failures no retry can fix: the target itself is refused or gone. Never retried, whatever the settings. */
-const PERMANENT: ReadonlySet<ErrorClass> = new Set(['ssrf_refused', 'invalid_url', 'invalid_request', 'capture_missing', 'destination_disabled']);
+const PERMANENT: ReadonlySet<ErrorClass> = new Set(['ssrf_refused', 'invalid_url', 'invalid_request', 'capture_missing', 'destination_disabled',
+  'transformation_timeout', 'transformation_memory', 'transformation_error']);
 
 /** Network-level failures that intelligent retry retries (the destination may come back). */
 const TRANSIENT: ReadonlySet<ErrorClass> = new Set(['connection_refused', 'connect_timeout', 'timeout', 'tls_error', 'dns_error', 'network_error']);

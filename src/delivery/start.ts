@@ -9,6 +9,7 @@ import { longestRetentionDays } from '../requests/retention.ts';
 import { HttpTransport, type HttpTransportOptions } from './http-transport.ts';
 import { sweepDeliveries } from './retention.ts';
 import { DeliveryWorker } from './worker.ts';
+import { limitsOf } from '../transformations/sandbox.ts';
 
 const SWEEP_EVERY_MS = 60 * 60_000;
 const DAY_MS = 24 * 60 * 60_000;
@@ -53,6 +54,7 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
     leaseMs: config.deliveryLeaseMs,
     pollMs: config.deliveryPollMs,
     metrics: deps.metrics,
+    transformLimits: limitsOf(config),
   });
   await worker.start();
   // Deliveries live as long as their captures: past the longest plan

@@ -6,7 +6,7 @@ import type { Queryable } from '../db/db.ts';
  *
  * A capture's deliveries are grouped by pair (destination: a forward
  * destination, or the forward_url / agent it was queued to); each pair is
- * - delivered: one of its deliveries succeeded (or was superseded by a replay that did);
+ * - delivered: one of its deliveries succeeded (or was superseded by a replay that did, or its transformation skipped it on purpose);
  * - retrying: none succeeded and one is waiting for a retry or being retried;
  * - pending: none succeeded or was tried yet, one is waiting for its first attempt;
  * - failed: all of its deliveries ended without success (failed, dead);
@@ -22,7 +22,7 @@ import type { Queryable } from '../db/db.ts';
 export const CAPTURE_DELIVERY_STATES = ['delivered', 'retrying', 'pending', 'failed', 'no_destinations', 'filtered'] as const;
 export type CaptureDeliveryState = (typeof CAPTURE_DELIVERY_STATES)[number];
 
-const PAIR_STATE = `case when bool_or(d.status in ('succeeded', 'superseded')) then 'delivered'
+const PAIR_STATE = `case when bool_or(d.status in ('succeeded', 'superseded', 'skipped')) then 'delivered'
             when bool_or(d.status in ('pending', 'in_flight') and d.attempt_count > 0) then 'retrying'
             when bool_or(d.status in ('pending', 'in_flight')) then 'pending'
             when bool_and(d.status = 'filtered') then 'filtered'

@@ -36,6 +36,10 @@ export interface ClaimedDelivery {
   filter?: unknown;
   filterVersion?: string | null;
   retry: RetrySettings;
+  /** The destination's transformation as it is now (src/transformations); null or absent: none. */
+  transformation?: { code: string } | null;
+  /** When the capture arrived (a transformation's context.received_at). */
+  requestReceivedAt?: Date | null;
 }
 
 /** What one attempt produced, as recorded in delivery_attempts. */
@@ -47,6 +51,9 @@ export interface AttemptResult extends AttemptOutcome {
   responseBody?: Buffer;
   responseTruncated?: boolean;
   errorMessage?: string;
+  /** sha256 of the transformation code this attempt ran, and the request as sent (src/transformations/run.ts). */
+  transformationHash?: string;
+  sentRequest?: unknown;
 }
 
 /**

@@ -8,6 +8,8 @@ import { decide } from './retry-policy.ts';
 import type { ClaimedDelivery, Transport } from './transport.ts';
 import { QueueLoop } from './queue-loop.ts';
 import { FilterGate, finishFiltered } from '../routing/apply.ts';
+import { transformDelivery } from '../transformations/run.ts';
+import type { Limits } from '../transformations/sandbox.ts';
 
 export interface WorkerOptions {
   db: Db;
@@ -33,6 +35,8 @@ export interface WorkerOptions {
   onIdle?: (until: number) => void;
   /** Absent when metrics are off (WEIR_METRICS=0). */
   metrics?: DeliveryMetrics;
+  /** The transformation sandbox's limits (src/transformations/sandbox.ts DEFAULT_LIMITS when absent). */
+  transformLimits?: Limits;
 }
 
 /**
@@ -128,7 +132,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       this.o.onSettled?.(d, 'failed');
       return;
     }
-    // A capture that does not match the destination's current filter ends `filtered`, unsent.
+    // A capture that does not match the destination's current filter ends `filtered`, unsent
+    // (the filter reads the request as captured, before any transformation).
     if (d.filter != null) {
       const verdict = this.filters.check(d);
       if (!verdict.matches) {
@@ -137,7 +142,10 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
         return;
       }
     }
-    const result = await this.o.transport.send(d, signal);
+    // the destination's transformation (src/transformations): may end the delivery here, or reshape what is sent
+    const t = await transformDelivery(d, { db: this.o.db, completions: this.completions, logger: this.o.logger, limits: this.o.transformLimits });
+    if (t.settled) return void this.o.onSettled?.(d, t.settled);
+    const result = t.finish(await this.o.transport.send(t.delivery, signal));
     // aborted by shutdown: the lease is released instead, and the outcome is unknown
     if (signal.aborted) return;
     const decision = decide(result, d.retry, d.attemptNumber);

@@ -30,13 +30,14 @@ export interface ForwardDestination {
   rate_limit_per_minute: number | null;
   /** Routing filter (src/routing/filter.ts), or null. */
   filter: unknown;
+  transformation: { code: string } | null;
   created_at: Date;
   updated_at: Date;
 }
 
 export const FORWARD_COLUMNS = `id, organization_id, endpoint_id, saved_destination_id, name, destination_type, url, agent_id,
   target_port, target_path, enabled, method_override, environment_override, sort_order, retry_enabled, retry_schedule,
-  intelligent_retry, rate_limit_enabled, rate_limit_per_minute, created_at, updated_at, filter`;
+  intelligent_retry, rate_limit_enabled, rate_limit_per_minute, transformation, created_at, updated_at, filter`;
 
 /** A forward destination to insert; settings left undefined take the column defaults. */
 export type NewForwardDestination = { name: string; savedDestinationId?: string | null } & (
@@ -45,10 +46,7 @@ export type NewForwardDestination = { name: string; savedDestinationId?: string 
 ) &
   ForwardSettings;
 
-const SETTING_COLUMNS = ['method_override', 'retry_enabled', 'retry_schedule', 'intelligent_retry', 'rate_limit_enabled', 'rate_limit_per_minute', 'filter'] as const;
-
-/** A setting's SQL parameter: jsonb columns travel as JSON text (null stays SQL null). */
-const param = (column: string, v: unknown) => (column === 'filter' && v !== null ? JSON.stringify(v) : v);
+const SETTING_COLUMNS = ['method_override', 'retry_enabled', 'retry_schedule', 'intelligent_retry', 'rate_limit_enabled', 'rate_limit_per_minute', 'filter', 'transformation'] as const;
 
 // Column names in dynamic SQL come only from these constant lists, never from input.
 const CASTS: Record<string, string> = {
@@ -66,7 +64,13 @@ const CASTS: Record<string, string> = {
   rate_limit_enabled: '::boolean',
   rate_limit_per_minute: '::int',
   filter: '::jsonb',
+  transformation: '::jsonb',
 };
+
+/** jsonb columns go as JSON text; null stays SQL null (JSON.stringify(null) would be the JSON null). */
+/** A setting's SQL parameter: jsonb columns travel as JSON text (null stays SQL null); a transformation keeps only its code. */
+const columnValue = (c: string, v: unknown) =>
+  v === null ? v : c === 'transformation' ? JSON.stringify({ code: (v as { code: string }).code }) : c === 'filter' ? JSON.stringify(v) : v;
 
 export type AttachResult =
   | { ok: true; destination: ForwardDestination }
@@ -112,7 +116,7 @@ export async function attachForwardDestination(
       : { agent_id: d.agent_id, target_port: d.target_port, target_path: d.target_path, environment_override: d.environment_override }),
   };
   // Settings left out take the schema's defaults (one source of truth for the default retry schedule).
-  for (const f of SETTING_COLUMNS) if (d[f] !== undefined) values[f] = param(f, d[f]);
+  for (const f of SETTING_COLUMNS) if (d[f] !== undefined) values[f] = columnValue(f, d[f]);
   const names = Object.keys(values);
   const { rows } = await tx.query<ForwardDestination>(
     `insert into forward_destinations (${names.join(', ')})
@@ -179,7 +183,7 @@ export async function updateForwardDestination(
     );
   if (problem) return { ok: false, reason: 'invalid', message: problem };
   const values: Record<string, unknown> = {};
-  for (const c of PATCH_COLUMNS) if (patch[c] !== undefined) values[c] = c === 'name' ? (patch.name as string).trim() : param(c, patch[c]);
+  for (const c of PATCH_COLUMNS) if (patch[c] !== undefined) values[c] = c === 'name' ? (patch.name as string).trim() : columnValue(c, patch[c]);
   const names = Object.keys(values);
   if (names.length === 0) return { ok: true, destination: current };
   const { rows } = await tx.query<ForwardDestination>(

@@ -1,3 +1,4 @@
+import { codeHash } from '../transformations/hash.ts';
 import type { ForwardDestination } from './forward-destinations.ts';
 import type { Attachment, SavedDestination } from './saved-destinations.ts';
 
@@ -46,6 +47,7 @@ export function presentForward(d: ForwardDestination) {
     rate_limit_enabled: d.rate_limit_enabled,
     rate_limit_per_minute: d.rate_limit_per_minute,
     filter: d.filter ?? null,
+    transformation: d.transformation ? { code: d.transformation.code, hash: codeHash(d.transformation.code) } : null,
     created_at: d.created_at,
     updated_at: d.updated_at,
   };

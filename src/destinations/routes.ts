@@ -8,6 +8,7 @@ import { attachSavedDestination, createDestination, type AttachSavedInput, type 
 import { deleteForwardDestination, getForwardDestination, listForwardDestinations, updateForwardDestination } from './forward-destinations.ts';
 import { presentForward, presentSaved, presentSavedWithEndpoints } from './present.ts';
 import type { ForwardPatch } from './rules.ts';
+import { transformationProblem } from '../transformations/check.ts';
 import {
   deleteSavedDestination,
   getSavedDestination,
@@ -50,6 +51,12 @@ function refusal(reason: string, message: string): ApiError {
   }
 }
 
+/** A transformation that does not compile is refused before anything is read or written. */
+async function checkTransformation(t: { code: string } | null | undefined): Promise<void> {
+  const problem = await transformationProblem(t);
+  if (problem) throw badRequest(problem);
+}
+
 /** Saved and forward destinations: /v1/destinations and /v1/endpoints/:id/destinations. */
 export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps): void {
   const context = (request: FastifyRequest): CreateContext => ({
@@ -73,6 +80,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
       },
     },
     async (request, reply) => {
+      await checkTransformation(request.body.transformation);
       const result = await createDestination(db, context(request), request.body);
       if (!result.ok) throw refusal(result.reason, result.message);
       if (result.kind === 'agent') return reply.status(201).send({ data: presentForward(result.destination) });
@@ -128,6 +136,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
     { config: { auth: WRITE }, schema: { params: idParams, body: attachBodySchema, response: R.attached } },
     async (request, reply) => {
       const endpointId = pathId(request.params.id, 'Endpoint');
+      await checkTransformation(request.body.transformation);
       const result = await attachSavedDestination(db, context(request), endpointId, request.body);
       if (!result.ok) throw refusal(result.reason, result.message);
       return reply.status(201).send({ data: presentForward(result.destination) });
@@ -141,6 +150,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
       const endpointId = pathId(request.params.id, 'Endpoint');
       const id = pathId(request.params.destination_id, 'Forward destination');
       const orgId = request.auth.organizationId;
+      await checkTransformation(request.body.transformation);
       const result = await db.transaction(async (tx) => {
         const current = await getForwardDestination(tx, orgId, endpointId, id);
         if (current?.destination_type === 'agent') requireAgentAssign(request);

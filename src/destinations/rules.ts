@@ -77,10 +77,12 @@ export interface ForwardSettings {
   rate_limit_per_minute?: number | null;
   /** Routing filter (src/routing/filter.ts, docs/routing.md); null forwards everything. */
   filter?: unknown;
+  /** JavaScript run before each send (src/transformations); checked to compile by the routes. */
+  transformation?: { code: string } | null;
 }
 
 export const RETRY_FIELDS = ['retry_enabled', 'retry_schedule', 'intelligent_retry'] as const;
-export const SETTINGS_FIELDS = ['method_override', ...RETRY_FIELDS, 'rate_limit_enabled', 'rate_limit_per_minute', 'filter'] as const;
+export const SETTINGS_FIELDS = ['method_override', ...RETRY_FIELDS, 'rate_limit_enabled', 'rate_limit_per_minute', 'filter', 'transformation'] as const;
 
 export function retryScheduleProblem(schedule: number[]): string | undefined {
   if (schedule.length === 0 || schedule.length > RETRY_SCHEDULE_MAX_ENTRIES) {

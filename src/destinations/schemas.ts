@@ -35,6 +35,8 @@ const settingsProperties = {
   rate_limit_enabled: { type: 'boolean' },
   rate_limit_per_minute: { type: ['integer', 'null'] },
   filter: filterSetting,
+  // checked to compile by the route (src/transformations/check.ts)
+  transformation: { type: ['object', 'null'], additionalProperties: false, required: ['code'], properties: { code: { type: 'string' } } },
 } as const;
 
 export const createBodySchema = {
@@ -157,6 +159,13 @@ export const forwardDestinationSchema = object(
     rate_limit_enabled: bool,
     rate_limit_per_minute: nullableInt,
     filter: filterSetting,
+    transformation: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      required: ['code', 'hash'],
+      properties: { code: str, hash: { type: 'string', description: 'sha256 of the code: the version each attempt records (transformation_hash).' } },
+      description: 'JavaScript defining function handler(request, context), run on each request before it is sent (docs/transformations.md); null: forward what arrived.',
+    },
     created_at: time,
     updated_at: time,
   },
@@ -181,6 +190,7 @@ export const forwardDestinationSchema = object(
       rate_limit_enabled: false,
       rate_limit_per_minute: null,
       filter: null,
+      transformation: null,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
     },

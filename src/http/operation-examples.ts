@@ -143,6 +143,7 @@ export const LIST_REQUEST_FORWARDS = page([
         response_body: 'Service Unavailable',
         response_body_encoding: 'utf8',
         response_body_truncated: false,
+        transformation_hash: null,
       },
       {
         id: '0193a8c2-0000-7000-8000-000000000022',
@@ -157,6 +158,7 @@ export const LIST_REQUEST_FORWARDS = page([
         response_body: '{"received":true}',
         response_body_encoding: 'utf8',
         response_body_truncated: false,
+        transformation_hash: null,
       },
     ],
   },

@@ -100,6 +100,12 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     summary: 'Test a routing filter against a captured request',
     requestExample: { filter: { body: { type: { $startsWith: 'invoice.' } } } },
   },
+  'POST /v1/requests/{id}/transform-test': {
+    id: 'testTransformation',
+    summary: "Run transformation code against a captured request, without sending it",
+    requestExample: { code: 'function handler(request, context) {\n  return { ...request, body: { text: request.body.type } };\n}' },
+  },
+  'GET /v1/requests/{id}/forwards/{delivery_id}/transformed': { id: 'getTransformedForward', summary: 'Get the request a transformed forward sent' },
 
   'GET /v1/destinations': { id: 'listDestinations', summary: 'List destinations', responseExample: EX.LIST_DESTINATIONS },
   'POST /v1/destinations': {

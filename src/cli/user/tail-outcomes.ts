@@ -21,7 +21,7 @@ const FIRST_POLL_MS = 500;
 const MAX_POLL_MS = 5000;
 /** Bodies larger than this are not fetched to read a JSON `type`. */
 export const TYPE_BODY_MAX = 64 * 1024;
-const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded']);
+const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded', 'skipped']);
 
 type Headers = Array<{ name: string; value: string }>;
 

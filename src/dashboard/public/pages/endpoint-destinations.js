@@ -9,6 +9,7 @@ import { html, useEffect, useRef, useState } from '../lib/html.js';
 import { useAction, useLoad } from '../lib/hooks.js';
 import { can, useMe } from '../lib/session.js';
 import { Badge, ConfirmButton, Empty, ErrorNote, Field, Loading } from '../lib/ui.js';
+import { isTransformationError, TransformationField, transformationValue } from '../lib/transformation.js';
 
 const DEFAULT_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
@@ -99,6 +100,7 @@ function DestinationItem({ endpoint, d, agentName, canEdit, onChanged, move }) {
       <${Badge} tone="muted">${d.destination_type === 'https' ? 'HTTPS' : 'agent'}<//>
       ${d.enabled ? html`<${Badge} tone="ok">enabled<//>` : html`<${Badge} tone="warn">disabled<//>`}
       ${d.environment_override ? html`<${Badge} tone="muted">as development<//>` : null}
+      ${d.transformation ? html`<${Badge} tone="muted">transformed<//>` : null}
     </div>
     <p class="fd-target">${target(d, agentName)}</p>
     <p class="muted fd-summary">${summary(d)}</p>
@@ -113,7 +115,7 @@ function DestinationItem({ endpoint, d, agentName, canEdit, onChanged, move }) {
         </div>`
       : null}
     <${ErrorNote} error=${action.error} />
-    ${open ? html`<${SettingsForm} d=${d} path=${path} onSaved=${() => (setOpen(false), onChanged())} />` : null}
+    ${open ? html`<${SettingsForm} d=${d} path=${path} endpointId=${endpoint.id} onSaved=${() => (setOpen(false), onChanged())} />` : null}
   </li>`;
 }
 
@@ -131,7 +133,7 @@ function summary(d) {
 /** "5, 300 1800" → [5, 300, 1800]; anything that is not a whole number is kept as NaN for the API to refuse. */
 const parseSchedule = (text) => text.split(/[\s,]+/).filter(Boolean).map((s) => (/^\d+$/.test(s) ? Number(s) : NaN));
 
-function SettingsForm({ d, path, onSaved }) {
+function SettingsForm({ d, path, endpointId, onSaved }) {
   const https = d.destination_type === 'https';
   const [v, setV] = useState({
     name: d.name,
@@ -145,6 +147,7 @@ function SettingsForm({ d, path, onSaved }) {
     target_path: d.target_path ?? '/',
     as_development: d.environment_override === 'development',
   });
+  const [code, setCode] = useState(d.transformation?.code ?? '');
   const [scheduleError, setScheduleError] = useState(null);
   const action = useAction();
   const id = (f) => `fd-${d.id}-${f}`;
@@ -169,6 +172,8 @@ function SettingsForm({ d, path, onSaved }) {
         environment_override: v.as_development ? 'development' : null,
       });
     }
+    // sent only when changed (each save of code compiles it); emptied: transformation null
+    if (code !== (d.transformation?.code ?? '')) body.transformation = transformationValue(code);
     action.run(async () => {
       await api.patch(path, body);
       onSaved();
@@ -203,8 +208,10 @@ function SettingsForm({ d, path, onSaved }) {
         <input id=${id('rate')} type="number" min="1" max="60000" aria-describedby=${id('rate') + '-hint'} value=${v.rate_limit_per_minute} onInput=${set('rate_limit_per_minute')} />
       <//>
     </fieldset>
+    <${TransformationField} id=${id('code')} value=${code} onChange=${setCode} endpointId=${endpointId} destinationId=${d.id}
+      error=${isTransformationError(action.error) ? action.error : null} />
     <div class="actions"><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Save settings</button></div>
-    <${ErrorNote} error=${scheduleError ?? action.error} />
+    <${ErrorNote} error=${scheduleError ?? (isTransformationError(action.error) ? null : action.error)} />
   </form>`;
 }
 
@@ -213,6 +220,7 @@ function AddHttps({ endpoint, onAdded }) {
   const library = useLoad(() => getAll('/destinations'), []);
   const [value, setValue] = useState(emptySaved());
   const [savedId, setSavedId] = useState('');
+  const [code, setCode] = useState('');
   const [note, setNote] = useState(null);
   const action = useAction();
   const submit = (e) => {
@@ -220,17 +228,18 @@ function AddHttps({ endpoint, onAdded }) {
     setNote(null);
     action.run(async () => {
       if (mode === 'new') {
-        const r = await api.post('/destinations', { ...value, name: value.name.trim(), url: value.url.trim(), endpoint_id: endpoint.id });
+        const r = await api.post('/destinations', { ...value, name: value.name.trim(), url: value.url.trim(), endpoint_id: endpoint.id, ...withCode(code) });
         setValue(emptySaved());
         // the destination was saved even when attaching it failed (201 with attachment_error)
         setNote(r.attachment_error
           ? { tone: 'notice', text: `Saved “${r.data.name}” to the library, but it was not attached: ${r.attachment_error.message}` }
           : { tone: 'ok', text: `Added “${r.data.name}”.` });
       } else {
-        const r = await api.post(`/endpoints/${endpoint.id}/destinations`, { destination_id: savedId });
+        const r = await api.post(`/endpoints/${endpoint.id}/destinations`, { destination_id: savedId, ...withCode(code) });
         setSavedId('');
         setNote({ tone: 'ok', text: `Added “${r.data.name}”.` });
       }
+      setCode('');
       library.reload();
       onAdded();
     });
@@ -252,8 +261,10 @@ function AddHttps({ endpoint, onAdded }) {
             </select>
           <//>
           <${ErrorNote} error=${library.error} />`}
+      <${TransformationField} id="add-https-code" value=${code} onChange=${setCode} endpointId=${endpoint.id}
+        error=${isTransformationError(action.error) ? action.error : null} />
       <div><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Add destination</button></div>
-      <${ErrorNote} error=${action.error} id="add-https-error" />
+      <${ErrorNote} error=${isTransformationError(action.error) ? null : action.error} id="add-https-error" />
       ${note ? html`<p class=${note.tone} role=${note.tone === 'ok' ? 'status' : 'alert'} id="add-https-note">${note.text}</p>` : null}
     </form>
   </section>`;
@@ -262,6 +273,7 @@ function AddHttps({ endpoint, onAdded }) {
 function AddAgent({ endpoint, agents, onAdded }) {
   const blank = { name: '', agent_id: '', target_port: '', target_path: '/', as_development: false };
   const [v, setV] = useState(blank);
+  const [code, setCode] = useState('');
   const [done, setDone] = useState('');
   const action = useAction();
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
@@ -275,9 +287,11 @@ function AddAgent({ endpoint, agents, onAdded }) {
     if (v.target_port.trim() !== '') body.target_port = Number(v.target_port);
     if (v.target_path !== '') body.target_path = v.target_path;
     if (v.as_development) body.environment_override = 'development';
+    Object.assign(body, withCode(code));
     action.run(async () => {
       const r = await api.post('/destinations', body);
       setV(blank);
+      setCode('');
       setDone(`Added “${r.data.name}”.`);
       onAdded();
     });
@@ -301,9 +315,14 @@ function AddAgent({ endpoint, agents, onAdded }) {
         <input id="add-agent-path" aria-describedby="add-agent-path-hint" value=${v.target_path} onInput=${set('target_path')} />
       <//>
       <label class="check"><input type="checkbox" checked=${v.as_development} onChange=${set('as_development')} /> Treat as development (never retried), even on a production agent</label>
+      <${TransformationField} id="add-agent-code" value=${code} onChange=${setCode} endpointId=${endpoint.id}
+        error=${isTransformationError(action.error) ? action.error : null} />
       <div><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Add agent destination</button></div>
-      <${ErrorNote} error=${action.error} id="add-agent-error" />
+      <${ErrorNote} error=${isTransformationError(action.error) ? null : action.error} id="add-agent-error" />
       ${done ? html`<p class="ok" role="status">${done}</p>` : null}
     </form>
   </section>`;
 }
+
+/** The transformation field of a new destination: left out when the code is empty. */
+const withCode = (code) => (code.trim() === '' ? {} : { transformation: { code } });

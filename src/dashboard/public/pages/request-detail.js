@@ -183,8 +183,8 @@ function ReplayBox({ r, mayReplay }) {
   </div>`;
 }
 
-const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded']);
-const TONE = { succeeded: 'ok', failed: 'bad', dead: 'bad', superseded: 'muted', pending: 'warn', in_flight: 'warn' };
+const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded', 'skipped']);
+const TONE = { succeeded: 'ok', failed: 'bad', dead: 'bad', superseded: 'muted', skipped: 'muted', pending: 'warn', in_flight: 'warn' };
 
 /** GET /v1/requests/:id/forwards, refreshed every 2 s until every forward is final (succeeded, failed or dead), then no more. */
 function Forwards({ requestId }) {
@@ -208,6 +208,7 @@ function Forwards({ requestId }) {
           <${Badge} tone=${TONE[f.status] ?? 'muted'}>${f.status.replace('_', ' ')}<//>
           <span class="muted">${plural(f.attempt_count, 'attempt')}${f.next_attempt_at && !FINAL.has(f.status) ? ` · next ${formatTime(f.next_attempt_at)}` : ''}${f.replay_batch_id ? ' · replay' : ''}</span>
         </p>
+        ${f.status === 'skipped' && f.last_error ? html`<p class="muted small" data-skipped>${f.last_error}</p>` : null}
         ${f.attempts.length > 0
           ? html`<div class="table-wrap"><table>
               <thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Result</th><th scope="col">Duration</th><th scope="col">Error</th></tr></thead>
@@ -215,7 +216,9 @@ function Forwards({ requestId }) {
                 (a) => html`<tr>
                   <td>${a.attempt_number}</td>
                   <td>${formatTime(a.started_at)}</td>
-                  <td>${a.status_code ?? a.error_class ?? ''}</td>
+                  <td>${a.status_code ?? a.error_class ?? ''}${a.transformation_hash
+                    ? html` <span class="muted small" data-transformation title=${'Transformed by the code version ' + a.transformation_hash}>transformed <code>${a.transformation_hash.slice(0, 12)}</code></span>`
+                    : null}</td>
                   <td>${a.duration_ms} ms</td>
                   <td>${a.error_message ?? ''}</td>
                 </tr>`,
