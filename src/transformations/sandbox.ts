@@ -1,7 +1,6 @@
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import {
   newQuickJSWASMModuleFromVariant,
-  shouldInterruptAfterDeadline,
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
@@ -97,11 +96,33 @@ const RUNNER = `(function (input) {
   return JSON.stringify({ out: out, logs: __weir_logs() });
 })`;
 
-interface Compiled {
+interface Fresh {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
+  /** Starts the CPU limit's clock: the runtime's interrupt handler, set once when it was made, stops the code `ms` from now. */
+  arm(ms: number): void;
+}
+
+interface Compiled extends Fresh {
   run: QuickJSHandle;
 }
+
+// Run once on each new WebAssembly instance, before any user code: V8
+// compiles WebAssembly functions lazily, on their first call, so the first
+// run of QuickJS's parser, JSON and object code paid that compile (200 ms
+// on a loaded machine) inside the user's CPU limit and failed as a
+// transformation_timeout. Our own code, not timed.
+const WARM_UP = `function handler(request, context) {
+  var h = { ...request.headers, 'x-a': String(context.request_id).toUpperCase() };
+  delete h['x-b'];
+  var b = request.body, o = b.data.object, list = [1, 2, 3].map(function (n) { return n * 2; }).filter(Boolean);
+  console.log('warm', b.type, /ch.rge/.test(b.type), Math.round(o.amount / 100).toFixed(2), list.join(','), JSON.stringify(o).length);
+  return { ...request, path: '/x' + request.path.slice(1), headers: h, body: { id: b.id, amount: o.amount / 100, at: new Date(0).toISOString(), s: 'abc'.replace('b', 'd').split('') } };
+}`;
+const WARM_UP_INPUT = JSON.stringify({
+  request: { method: 'POST', path: '/p', query: 'a=1', headers: { 'content-type': 'application/json', 'x-b': 'y' }, body: { id: 'evt', type: 'charge', data: { object: { amount: 2000, currency: 'usd' } } } },
+  context: { request_id: 'r' },
+});
 
 /** Where in the code a QuickJS error points: its stack's first `transformation.js:line:column`. */
 function position(stack: unknown): { line: number | null; column: number | null } {
@@ -138,6 +159,7 @@ export class Sandbox {
     this.loading ??= (async () => {
       const t = performance.now();
       const m = await newQuickJSWASMModuleFromVariant(releaseSync as unknown as QuickJSSyncVariant);
+      this.warmUp(m);
       this.coldStartMs = performance.now() - t;
       this.module = m;
       this.loading = null;
@@ -152,15 +174,39 @@ export class Sandbox {
     this.cache.clear();
   }
 
-  private newRuntime(m: QuickJSWASMModule, limits: Limits): { runtime: QuickJSRuntime; context: QuickJSContext } {
+  /** Compiles the WebAssembly functions a typical run uses (WARM_UP), so their compile never counts against a user's CPU limit. */
+  private warmUp(m: QuickJSWASMModule): void {
+    const c = this.newRuntime(m, DEFAULT_LIMITS);
+    try {
+      c.arm(60_000);
+      for (const src of [PRELUDE, WARM_UP]) c.context.evalCode(src, 'weir.js').dispose();
+      const check = c.context.evalCode('let x = ;', 'weir.js'); // the syntax-error path compileProblem takes
+      check.dispose();
+      const run = c.context.evalCode(RUNNER, 'weir.js');
+      if (run.error) return run.error.dispose();
+      const arg = c.context.newString(WARM_UP_INPUT);
+      const out = c.context.callFunction(run.value, c.context.undefined, arg);
+      if (!out.error) c.context.getString(out.value);
+      out.dispose();
+      arg.dispose();
+      run.value.dispose();
+    } finally {
+      this.dispose(c);
+    }
+  }
+
+  private newRuntime(m: QuickJSWASMModule, limits: Limits): Fresh {
     const runtime = m.newRuntime();
     runtime.setMemoryLimit(limits.memoryBytes);
     runtime.setMaxStackSize(MAX_STACK_BYTES);
+    // one handler for the runtime's life, reading a deadline each run moves: no new closure a run
+    let deadline = 0;
+    runtime.setInterruptHandler(() => Date.now() > deadline);
     const context = runtime.newContext();
-    return { runtime, context };
+    return { runtime, context, arm: (ms) => (deadline = Date.now() + ms) };
   }
 
-  private dispose(c: { runtime: QuickJSRuntime; context: QuickJSContext; run?: QuickJSHandle }): void {
+  private dispose(c: Fresh & { run?: QuickJSHandle }): void {
     try {
       if (c.run?.alive) c.run.dispose();
       c.context.dispose();
@@ -181,7 +227,7 @@ export class Sandbox {
     const m = await this.wasm();
     const c = this.newRuntime(m, limits);
     try {
-      c.runtime.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + limits.cpuMs));
+      c.arm(limits.cpuMs);
       const parsed = c.context.evalCode(code, 'transformation.js', { compileOnly: true });
       if (parsed.error) {
         const e = c.context.dump(parsed.error);
@@ -218,7 +264,7 @@ export class Sandbox {
     }
     const m = await this.wasm();
     const c = this.newRuntime(m, limits);
-    c.runtime.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + limits.cpuMs));
+    c.arm(limits.cpuMs);
     const steps = [PRELUDE, code];
     for (const [i, src] of steps.entries()) {
       const r = c.context.evalCode(src, i === 1 ? 'transformation.js' : 'weir.js');
@@ -265,8 +311,8 @@ export class Sandbox {
       const got = await this.compiled(key, code, limits);
       if ('error' in got) return { ok: false, error: classify(got.error), message: errorText(got.error), logs: [], durationMs: ms() };
       entry = got;
-      const { context, runtime, run } = entry;
-      runtime.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + limits.cpuMs));
+      const { context, run } = entry;
+      entry.arm(limits.cpuMs);
       const arg = context.newString(inputJson);
       let result;
       try {
@@ -277,7 +323,7 @@ export class Sandbox {
       if (result.error) {
         const e = context.dump(result.error);
         result.error.dispose();
-        const logs = this.drainLogs(runtime, context, limits);
+        const logs = this.drainLogs(entry, limits);
         const kind = classify(e);
         // a limit leaves the runtime mid-way: never reuse it
         if (kind !== 'transformation_error' || opts.fresh) this.evict(key);
@@ -300,9 +346,9 @@ export class Sandbox {
     }
   }
 
-  private drainLogs(runtime: QuickJSRuntime, context: QuickJSContext, limits: Limits): string[] {
+  private drainLogs({ context, arm }: Compiled, limits: Limits): string[] {
     try {
-      runtime.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + limits.cpuMs));
+      arm(limits.cpuMs);
       const r = context.evalCode('JSON.stringify(__weir_logs())');
       if (r.error) {
         r.error.dispose();
