@@ -105,7 +105,27 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     summary: "Run transformation code against a captured request, without sending it",
     requestExample: { code: 'function handler(request, context) {\n  return { ...request, body: { text: request.body.type } };\n}' },
   },
-  'GET /v1/requests/{id}/forwards/{delivery_id}/transformed': { id: 'getTransformedForward', summary: 'Get the request a transformed forward sent' },
+  'GET /v1/requests/{id}/forwards/{delivery_id}/transformed': {
+    id: 'getTransformedForward',
+    summary: 'Get the request a transformed forward sent',
+    responseExample: {
+      data: {
+        delivery_id: '0193b3a0-7c1e-7d2f-9a4b-5c6d7e8f9a0b',
+        attempt_number: 1,
+        transformation_hash: '3f0a7c1e5b9d2a4c6e8f0b1d3a5c7e9f1b3d5a7c9e0f2b4d6a8c0e2f4b6d8a0c',
+        method: 'POST',
+        url: 'https://hooks.slack.com/services/T000/B000/XXXX',
+        path: '/services/T000/B000/XXXX',
+        query: '',
+        headers: [
+          ['content-type', 'application/json'],
+          ['webhook-id', 'msg_0193b39f-1a2b-7c3d-8e4f-5a6b7c8d9e0f'],
+        ],
+        body: '{"text":"invoice.paid: 42.00 USD"}',
+        body_encoding: 'utf8',
+      },
+    },
+  },
 
   'GET /v1/destinations': { id: 'listDestinations', summary: 'List destinations', responseExample: EX.LIST_DESTINATIONS },
   'POST /v1/destinations': {

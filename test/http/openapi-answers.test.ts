@@ -158,6 +158,19 @@ describe('OpenAPI document against every real answer', () => {
     // replay and the forwards of a request
     await call('POST', '/v1/requests/{id}/replay', { url: `/v1/requests/${capture.id}/replay`, expect: 202 });
     await call('POST', '/v1/requests/{id}/filter-test', { url: `/v1/requests/${capture.id}/filter-test`, body: { filter: { body: { type: 'x' } } }, expect: 200 });
+    await call('POST', '/v1/requests/{id}/transform-test', {
+      url: `/v1/requests/${capture.id}/transform-test`,
+      body: { code: 'function handler(request) { console.log(request.method); return { ...request, path: "/moved" }; }' },
+      expect: 200,
+    });
+    // a transformed attempt as the completion statement stores it, on the replay's delivery
+    const [replayed] = (await t.db.query<{ id: string }>('select id from deliveries where request_id = $1', [capture.id])).rows;
+    await t.db.query(
+      `insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code, transformation_hash, sent_request)
+       values (gen_random_uuid(), $1, $2, 1, now(), 3, 'https://example.com/moved', 200, $3, $4::jsonb)`,
+      [replayed.id, org.id, 'a'.repeat(64), JSON.stringify({ method: 'POST', url: 'https://example.com/moved', path: '/moved', query: '', headers: ['content-type', 'application/json'], body_base64: Buffer.from('{"a":1}').toString('base64') })],
+    );
+    await call('GET', '/v1/requests/{id}/forwards/{delivery_id}/transformed', { url: `/v1/requests/${capture.id}/forwards/${replayed.id}/transformed`, expect: 200 });
 
     // agents
     const agent = (await json('POST', '/v1/agents', { body: { name: 'laptop' }, expect: 201 })).data;
