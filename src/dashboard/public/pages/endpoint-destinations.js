@@ -9,6 +9,7 @@ import { html, useEffect, useRef, useState } from '../lib/html.js';
 import { useAction, useLoad } from '../lib/hooks.js';
 import { can, useMe } from '../lib/session.js';
 import { Badge, ConfirmButton, Empty, ErrorNote, Field, Loading } from '../lib/ui.js';
+import { FilterEditor, filterOf, isFilterError, useFilterField } from './endpoint-routing.js';
 
 const DEFAULT_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
@@ -125,6 +126,7 @@ function summary(d) {
     parts.push(d.environment_override ? 'never retried (development)' : "retried by the agent's environment");
   }
   parts.push(d.rate_limit_enabled ? `at most ${d.rate_limit_per_minute}/min` : 'no rate limit');
+  if (d.filter) parts.push('filtered (docs/routing.md)');
   return parts.join(' · ');
 }
 
@@ -147,16 +149,19 @@ function SettingsForm({ d, path, onSaved }) {
   });
   const [scheduleError, setScheduleError] = useState(null);
   const action = useAction();
+  const filter = useFilterField(d.filter);
   const id = (f) => `fd-${d.id}-${f}`;
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
   const submit = (e) => {
     e.preventDefault();
     setScheduleError(null);
+    if (!filter.parsed.ok) return (filter.touch(), document.getElementById(id('filter'))?.focus());
     const body = {
       name: v.name.trim(),
       method_override: v.method_override.trim() || null,
       rate_limit_enabled: v.rate_limit_enabled,
       rate_limit_per_minute: v.rate_limit_per_minute.trim() === '' ? null : Number(v.rate_limit_per_minute),
+      filter: filter.parsed.value,
     };
     if (https) {
       const schedule = parseSchedule(v.retry_schedule);
@@ -203,8 +208,9 @@ function SettingsForm({ d, path, onSaved }) {
         <input id=${id('rate')} type="number" min="1" max="60000" aria-describedby=${id('rate') + '-hint'} value=${v.rate_limit_per_minute} onInput=${set('rate_limit_per_minute')} />
       <//>
     </fieldset>
+    <${FilterEditor} idPrefix=${'fd-' + d.id} field=${filter} endpointId=${d.endpoint_id} apiError=${action.error} />
     <div class="actions"><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Save settings</button></div>
-    <${ErrorNote} error=${scheduleError ?? action.error} />
+    <${ErrorNote} error=${scheduleError ?? (isFilterError(action.error) ? null : action.error)} />
   </form>`;
 }
 
@@ -215,20 +221,24 @@ function AddHttps({ endpoint, onAdded }) {
   const [savedId, setSavedId] = useState('');
   const [note, setNote] = useState(null);
   const action = useAction();
+  const filter = useFilterField(null);
   const submit = (e) => {
     e.preventDefault();
     setNote(null);
+    if (!filter.parsed.ok) return (filter.touch(), document.getElementById('add-https-filter')?.focus());
     action.run(async () => {
       if (mode === 'new') {
-        const r = await api.post('/destinations', { ...value, name: value.name.trim(), url: value.url.trim(), endpoint_id: endpoint.id });
+        const r = await api.post('/destinations', { ...value, name: value.name.trim(), url: value.url.trim(), endpoint_id: endpoint.id, ...filterOf(filter) });
         setValue(emptySaved());
+        filter.setText('');
         // the destination was saved even when attaching it failed (201 with attachment_error)
         setNote(r.attachment_error
           ? { tone: 'notice', text: `Saved “${r.data.name}” to the library, but it was not attached: ${r.attachment_error.message}` }
           : { tone: 'ok', text: `Added “${r.data.name}”.` });
       } else {
-        const r = await api.post(`/endpoints/${endpoint.id}/destinations`, { destination_id: savedId });
+        const r = await api.post(`/endpoints/${endpoint.id}/destinations`, { destination_id: savedId, ...filterOf(filter) });
         setSavedId('');
+        filter.setText('');
         setNote({ tone: 'ok', text: `Added “${r.data.name}”.` });
       }
       library.reload();
@@ -252,8 +262,9 @@ function AddHttps({ endpoint, onAdded }) {
             </select>
           <//>
           <${ErrorNote} error=${library.error} />`}
+      <${FilterEditor} idPrefix="add-https" field=${filter} endpointId=${endpoint.id} apiError=${action.error} />
       <div><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Add destination</button></div>
-      <${ErrorNote} error=${action.error} id="add-https-error" />
+      <${ErrorNote} error=${isFilterError(action.error) ? null : action.error} id="add-https-error" />
       ${note ? html`<p class=${note.tone} role=${note.tone === 'ok' ? 'status' : 'alert'} id="add-https-note">${note.text}</p>` : null}
     </form>
   </section>`;
@@ -264,6 +275,7 @@ function AddAgent({ endpoint, agents, onAdded }) {
   const [v, setV] = useState(blank);
   const [done, setDone] = useState('');
   const action = useAction();
+  const filter = useFilterField(null);
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
   const live = (agents.data ?? []).filter((a) => !a.revoked_at);
   const submit = (e) => {
@@ -275,9 +287,12 @@ function AddAgent({ endpoint, agents, onAdded }) {
     if (v.target_port.trim() !== '') body.target_port = Number(v.target_port);
     if (v.target_path !== '') body.target_path = v.target_path;
     if (v.as_development) body.environment_override = 'development';
+    if (!filter.parsed.ok) return (filter.touch(), document.getElementById('add-agent-filter')?.focus());
+    Object.assign(body, filterOf(filter));
     action.run(async () => {
       const r = await api.post('/destinations', body);
       setV(blank);
+      filter.setText('');
       setDone(`Added “${r.data.name}”.`);
       onAdded();
     });
@@ -301,8 +316,9 @@ function AddAgent({ endpoint, agents, onAdded }) {
         <input id="add-agent-path" aria-describedby="add-agent-path-hint" value=${v.target_path} onInput=${set('target_path')} />
       <//>
       <label class="check"><input type="checkbox" checked=${v.as_development} onChange=${set('as_development')} /> Treat as development (never retried), even on a production agent</label>
+      <${FilterEditor} idPrefix="add-agent" field=${filter} endpointId=${endpoint.id} apiError=${action.error} />
       <div><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Add agent destination</button></div>
-      <${ErrorNote} error=${action.error} id="add-agent-error" />
+      <${ErrorNote} error=${isFilterError(action.error) ? null : action.error} id="add-agent-error" />
       ${done ? html`<p class="ok" role="status">${done}</p>` : null}
     </form>
   </section>`;
