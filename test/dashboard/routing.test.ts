@@ -50,6 +50,7 @@ describe('dashboard: routing', () => {
     await form.getByRole('button', { name: 'Save settings' }).click();
     await expectText(form.locator(`#fd-${created.id}-filter-error`), /filter\.body\.type\.\$startsWit/);
     assert.deepEqual((await v1('GET', `/v1/endpoints/${ep.id}/destinations`)).data.data[0].filter, INVOICES, 'a refused filter changes nothing');
+    assert.deepEqual(await seriousA11yViolations(page), []);
 
     // test against the newest capture, then save
     await editor.fill('{"body": {"type": {"$startsWith": "invoice."}, "id": {"$exist": true}}}');
@@ -85,6 +86,7 @@ describe('dashboard: routing', () => {
     await page.getByRole('button', { name: 'Save deduplication' }).click();
     await expectText(page.locator('#dedup-error'), /deduplication\.window_seconds.*1-3600/);
     assert.equal((await v1('GET', `/v1/endpoints/${ep.id}`)).data.deduplication, null);
+    assert.deepEqual(await seriousA11yViolations(page), []);
     await page.getByLabel('Window (seconds)').fill('600');
     await page.getByLabel('Body path').fill('id');
     await page.getByRole('button', { name: 'Save deduplication' }).click();
