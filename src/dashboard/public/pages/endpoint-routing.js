@@ -134,7 +134,7 @@ export function DuplicateBadge({ r }) {
 export function DuplicateOf({ r }) {
   if (!r.duplicate_of) return null;
   return html`<dt>Duplicate</dt>
-    <dd><span class="badge muted" data-duplicate>duplicate</span> of <a href=${`/endpoints/${r.endpoint_id}/requests/${r.duplicate_of}`} data-duplicate-of>the first capture</a>
+    <dd><span class="badge muted" data-duplicate>duplicate</span> of <a href=${`/endpoints/${r.endpoint_id}/requests/${r.duplicate_of}`} data-duplicate-of>the first capture</a>${' '}
       <span class="muted">(stored and acknowledged, not forwarded)</span></dd>`;
 }
 
