@@ -10,6 +10,7 @@ import { useAction, useLoad } from '../lib/hooks.js';
 import { can, useMe } from '../lib/session.js';
 import { Badge, ConfirmButton, Empty, ErrorNote, Field, Loading } from '../lib/ui.js';
 import { isTransformationError, TransformationField, transformationValue } from '../lib/transformation.js';
+import { FilterEditor, filterOf, isFilterError, useFilterField } from './endpoint-routing.js';
 
 const DEFAULT_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
@@ -127,6 +128,7 @@ function summary(d) {
     parts.push(d.environment_override ? 'never retried (development)' : "retried by the agent's environment");
   }
   parts.push(d.rate_limit_enabled ? `at most ${d.rate_limit_per_minute}/min` : 'no rate limit');
+  if (d.filter) parts.push('filtered (docs/routing.md)');
   return parts.join(' · ');
 }
 
@@ -150,16 +152,19 @@ function SettingsForm({ d, path, endpointId, onSaved }) {
   const [code, setCode] = useState(d.transformation?.code ?? '');
   const [scheduleError, setScheduleError] = useState(null);
   const action = useAction();
+  const filter = useFilterField(d.filter);
   const id = (f) => `fd-${d.id}-${f}`;
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
   const submit = (e) => {
     e.preventDefault();
     setScheduleError(null);
+    if (!filter.parsed.ok) return (filter.touch(), document.getElementById(id('filter'))?.focus());
     const body = {
       name: v.name.trim(),
       method_override: v.method_override.trim() || null,
       rate_limit_enabled: v.rate_limit_enabled,
       rate_limit_per_minute: v.rate_limit_per_minute.trim() === '' ? null : Number(v.rate_limit_per_minute),
+      filter: filter.parsed.value,
     };
     if (https) {
       const schedule = parseSchedule(v.retry_schedule);
@@ -208,10 +213,11 @@ function SettingsForm({ d, path, endpointId, onSaved }) {
         <input id=${id('rate')} type="number" min="1" max="60000" aria-describedby=${id('rate') + '-hint'} value=${v.rate_limit_per_minute} onInput=${set('rate_limit_per_minute')} />
       <//>
     </fieldset>
+    <${FilterEditor} idPrefix=${'fd-' + d.id} field=${filter} endpointId=${d.endpoint_id} apiError=${action.error} />
     <${TransformationField} id=${id('code')} value=${code} onChange=${setCode} endpointId=${endpointId} destinationId=${d.id}
       error=${isTransformationError(action.error) ? action.error : null} />
     <div class="actions"><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Save settings</button></div>
-    <${ErrorNote} error=${scheduleError ?? (isTransformationError(action.error) ? null : action.error)} />
+    <${ErrorNote} error=${scheduleError ?? (isFilterError(action.error) || isTransformationError(action.error) ? null : action.error)} />
   </form>`;
 }
 
@@ -223,20 +229,24 @@ function AddHttps({ endpoint, onAdded }) {
   const [code, setCode] = useState('');
   const [note, setNote] = useState(null);
   const action = useAction();
+  const filter = useFilterField(null);
   const submit = (e) => {
     e.preventDefault();
     setNote(null);
+    if (!filter.parsed.ok) return (filter.touch(), document.getElementById('add-https-filter')?.focus());
     action.run(async () => {
       if (mode === 'new') {
-        const r = await api.post('/destinations', { ...value, name: value.name.trim(), url: value.url.trim(), endpoint_id: endpoint.id, ...withCode(code) });
+        const r = await api.post('/destinations', { ...value, name: value.name.trim(), url: value.url.trim(), endpoint_id: endpoint.id, ...filterOf(filter), ...withCode(code) });
         setValue(emptySaved());
+        filter.setText('');
         // the destination was saved even when attaching it failed (201 with attachment_error)
         setNote(r.attachment_error
           ? { tone: 'notice', text: `Saved “${r.data.name}” to the library, but it was not attached: ${r.attachment_error.message}` }
           : { tone: 'ok', text: `Added “${r.data.name}”.` });
       } else {
-        const r = await api.post(`/endpoints/${endpoint.id}/destinations`, { destination_id: savedId, ...withCode(code) });
+        const r = await api.post(`/endpoints/${endpoint.id}/destinations`, { destination_id: savedId, ...filterOf(filter), ...withCode(code) });
         setSavedId('');
+        filter.setText('');
         setNote({ tone: 'ok', text: `Added “${r.data.name}”.` });
       }
       setCode('');
@@ -261,10 +271,11 @@ function AddHttps({ endpoint, onAdded }) {
             </select>
           <//>
           <${ErrorNote} error=${library.error} />`}
+      <${FilterEditor} idPrefix="add-https" field=${filter} endpointId=${endpoint.id} apiError=${action.error} />
       <${TransformationField} id="add-https-code" value=${code} onChange=${setCode} endpointId=${endpoint.id}
         error=${isTransformationError(action.error) ? action.error : null} />
       <div><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Add destination</button></div>
-      <${ErrorNote} error=${isTransformationError(action.error) ? null : action.error} id="add-https-error" />
+      <${ErrorNote} error=${isFilterError(action.error) || isTransformationError(action.error) ? null : action.error} id="add-https-error" />
       ${note ? html`<p class=${note.tone} role=${note.tone === 'ok' ? 'status' : 'alert'} id="add-https-note">${note.text}</p>` : null}
     </form>
   </section>`;
@@ -276,6 +287,7 @@ function AddAgent({ endpoint, agents, onAdded }) {
   const [code, setCode] = useState('');
   const [done, setDone] = useState('');
   const action = useAction();
+  const filter = useFilterField(null);
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
   const live = (agents.data ?? []).filter((a) => !a.revoked_at);
   const submit = (e) => {
@@ -287,10 +299,12 @@ function AddAgent({ endpoint, agents, onAdded }) {
     if (v.target_port.trim() !== '') body.target_port = Number(v.target_port);
     if (v.target_path !== '') body.target_path = v.target_path;
     if (v.as_development) body.environment_override = 'development';
-    Object.assign(body, withCode(code));
+    if (!filter.parsed.ok) return (filter.touch(), document.getElementById('add-agent-filter')?.focus());
+    Object.assign(body, filterOf(filter), withCode(code));
     action.run(async () => {
       const r = await api.post('/destinations', body);
       setV(blank);
+      filter.setText('');
       setCode('');
       setDone(`Added “${r.data.name}”.`);
       onAdded();
@@ -315,10 +329,11 @@ function AddAgent({ endpoint, agents, onAdded }) {
         <input id="add-agent-path" aria-describedby="add-agent-path-hint" value=${v.target_path} onInput=${set('target_path')} />
       <//>
       <label class="check"><input type="checkbox" checked=${v.as_development} onChange=${set('as_development')} /> Treat as development (never retried), even on a production agent</label>
+      <${FilterEditor} idPrefix="add-agent" field=${filter} endpointId=${endpoint.id} apiError=${action.error} />
       <${TransformationField} id="add-agent-code" value=${code} onChange=${setCode} endpointId=${endpoint.id}
         error=${isTransformationError(action.error) ? action.error : null} />
       <div><button type="submit" class="primary" aria-disabled=${action.busy ? 'true' : undefined}>Add agent destination</button></div>
-      <${ErrorNote} error=${isTransformationError(action.error) ? null : action.error} id="add-agent-error" />
+      <${ErrorNote} error=${isFilterError(action.error) || isTransformationError(action.error) ? null : action.error} id="add-agent-error" />
       ${done ? html`<p class="ok" role="status">${done}</p>` : null}
     </form>
   </section>`;

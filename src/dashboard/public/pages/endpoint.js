@@ -13,6 +13,7 @@ import { Badge, ConfirmButton, CopyButton, ErrorNote, Field, Loading, Page, TabL
 import { EndpointDestinations } from './endpoint-destinations.js';
 import { IngestResponseSettings } from './endpoint-response.js';
 import { VerificationBadge, VerificationSettings } from './endpoint-verification.js';
+import { DeduplicationSettings, DuplicateBadge } from './endpoint-routing.js';
 import { EndpointFields } from './endpoints.js';
 import { RequestDetail } from './request-detail.js';
 
@@ -123,13 +124,14 @@ function EndpointSettings({ endpoint, me, onSaved }) {
     </form>
   </section>
   <${VerificationSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />
-  <${IngestResponseSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />`;
+  <${IngestResponseSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />
+  <${DeduplicationSettings} endpoint=${endpoint} mayEdit=${mayEdit} onSaved=${onSaved} />`;
 }
 
 // ---- Requests tab ----
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
-const FILTER_KEYS = ['q', 'method', 'since', 'until', 'delivery_status', 'verification'];
+const FILTER_KEYS = ['q', 'method', 'since', 'until', 'delivery_status', 'verification', 'duplicate'];
 /** The capture's delivery summary (GET .../requests `delivery`, docs/capture.md): its label and tone. */
 const DELIVERY = {
   failed: ['failed', 'bad'],
@@ -137,6 +139,7 @@ const DELIVERY = {
   pending: ['queued', 'muted'],
   delivered: ['delivered', 'ok'],
   no_destinations: ['not forwarded', 'muted'],
+  filtered: ['filtered out', 'muted'],
 };
 
 function filtersOf(query) {
@@ -168,6 +171,7 @@ function passesLocal(r, f) {
   if (f.since && t < new Date(f.since).getTime()) return false;
   if (f.until && t >= new Date(f.until).getTime()) return false;
   if (f.verification && r.verification?.status !== f.verification) return false;
+  if (f.duplicate && !!r.duplicate_of !== (f.duplicate === 'true')) return false;
   return true;
 }
 
@@ -208,15 +212,16 @@ function RequestFilters({ filters }) {
     until: toLocalInput(filters.until),
     delivery_status: filters.delivery_status ?? '',
     verification: filters.verification ?? '',
+    duplicate: filters.duplicate ?? '',
   });
   const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.value });
   const apply = (e) => {
     e.preventDefault();
-    setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until), delivery_status: v.delivery_status, verification: v.verification });
+    setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until), delivery_status: v.delivery_status, verification: v.verification, duplicate: v.duplicate });
   };
   const clear = () => {
-    setV({ q: '', method: '', since: '', until: '', delivery_status: '', verification: '' });
-    setQuery({ q: '', method: '', since: '', until: '', delivery_status: '', verification: '' });
+    setV({ q: '', method: '', since: '', until: '', delivery_status: '', verification: '', duplicate: '' });
+    setQuery({ q: '', method: '', since: '', until: '', delivery_status: '', verification: '', duplicate: '' });
   };
   const active = Object.keys(filters).length > 0;
   // folded away until used, so the list starts near the top on a phone
@@ -245,6 +250,13 @@ function RequestFilters({ filters }) {
         <option value="">Any</option>
         <option value="verified">verified</option>
         <option value="failed">failed</option>
+      </select>
+    <//>
+    <${Field} id="filter-duplicate" label="Duplicates">
+      <select id="filter-duplicate" value=${v.duplicate} onChange=${set('duplicate')}>
+        <option value="">Any</option>
+        <option value="true">only duplicates</option>
+        <option value="false">no duplicates</option>
       </select>
     <//>
     <${Field} id="filter-since" label="From">
@@ -376,7 +388,7 @@ function RequestRow({ r, endpointId, selected, search }) {
   return html`<li>
     <a class="req-row" href=${`/endpoints/${endpointId}/requests/${r.id}${search}`} aria-current=${selected ? 'page' : undefined} data-id=${r.id}>
       <span class="req-line"><span class=${'method m-' + r.method.toLowerCase()}>${r.method}</span> <span class="req-target">${target}</span></span>
-      <span class="req-meta muted"><time datetime=${r.received_at} title=${formatTime(r.received_at)}>${timeAgo(r.received_at)}</time> · ${formatBytes(r.body_size)}${r.content_type ? ' · ' + r.content_type : ''}${r.delivery ? html` <${DeliveryBadge} d=${r.delivery} />` : null}${r.verification ? html` <${VerificationBadge} v=${r.verification} rejected=${r.rejected} />` : null}</span>
+      <span class="req-meta muted"><time datetime=${r.received_at} title=${formatTime(r.received_at)}>${timeAgo(r.received_at)}</time> · ${formatBytes(r.body_size)}${r.content_type ? ' · ' + r.content_type : ''}${r.delivery ? html` <${DeliveryBadge} d=${r.delivery} />` : null}${r.verification ? html` <${VerificationBadge} v=${r.verification} rejected=${r.rejected} />` : null}${r.duplicate_of ? html` <${DuplicateBadge} r=${r} />` : null}</span>
     </a>
   </li>`;
 }

@@ -9,6 +9,7 @@ import { useAction, useLoad, usePoll } from '../lib/hooks.js';
 import { can, useMe } from '../lib/session.js';
 import { Badge, CopyButton, ErrorNote, Field, Loading } from '../lib/ui.js';
 import { VerificationBadge } from './endpoint-verification.js';
+import { DuplicateOf, FilteredReason } from './endpoint-routing.js';
 
 /** @param {{ requestId: string, endpoint: { id: string, name: string, ingest_url: string } }} props */
 export function RequestDetail({ requestId, endpoint }) {
@@ -37,6 +38,7 @@ export function RequestDetail({ requestId, endpoint }) {
       <dt>Content type</dt><dd>${r.content_type ? html`<code>${r.content_type}</code>` : html`<span class="muted">none</span>`}</dd>
       <dt>Request id</dt><dd><code>${r.id}</code></dd>
       ${r.verification ? html`<dt>Signature</dt><dd><${VerificationBadge} v=${r.verification} rejected=${r.rejected} /></dd>` : null}
+      <${DuplicateOf} r=${r} />
     </dl>
     <${ReplayBox} r=${r} mayReplay=${can(me, 'requests.replay', 'requests:replay')} />
     <${BodyView} r=${r} />
@@ -49,7 +51,7 @@ export function RequestDetail({ requestId, endpoint }) {
       </table>
     </div>
     <${CurlBox} r=${r} endpoint=${endpoint} />
-    <${Forwards} requestId=${r.id} />
+    <${Forwards} requestId=${r.id} duplicate=${!!r.duplicate_of} />
   </section>`;
 }
 
@@ -183,11 +185,11 @@ function ReplayBox({ r, mayReplay }) {
   </div>`;
 }
 
-const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded', 'skipped']);
-const TONE = { succeeded: 'ok', failed: 'bad', dead: 'bad', superseded: 'muted', skipped: 'muted', pending: 'warn', in_flight: 'warn' };
+const FINAL = new Set(['succeeded', 'failed', 'dead', 'superseded', 'skipped', 'filtered']);
+const TONE = { succeeded: 'ok', failed: 'bad', dead: 'bad', superseded: 'muted', skipped: 'muted', pending: 'warn', in_flight: 'warn', filtered: 'muted' };
 
 /** GET /v1/requests/:id/forwards, refreshed every 2 s until every forward is final (succeeded, failed or dead), then no more. */
-function Forwards({ requestId }) {
+function Forwards({ requestId, duplicate }) {
   const list = useLoad((signal) => api.get(`/requests/${requestId}/forwards?limit=100`, { signal }).then((x) => x.data.data), [requestId]);
   useEffect(() => {
     const again = (e) => e.detail === requestId && list.reload();
@@ -200,7 +202,9 @@ function Forwards({ requestId }) {
     <h3 id="forwards-heading">Forwards ${open ? html`<span class="muted small">(refreshing until all are final)</span>` : null}</h3>
     ${list.error ? html`<${ErrorNote} error=${list.error} />` : null}
     ${!list.data && !list.error ? html`<${Loading} />` : null}
-    ${list.data && list.data.length === 0 ? html`<p class="muted">Not forwarded: the endpoint had no forward URL or enabled destination when this arrived.</p>` : null}
+    ${list.data && list.data.length === 0
+      ? html`<p class="muted">${duplicate ? 'Not forwarded: a duplicate of an earlier capture (deduplication).' : 'Not forwarded: the endpoint had no forward URL or enabled destination when this arrived.'}</p>`
+      : null}
     ${list.data?.map(
       (f) => html`<div class="forward" key=${f.id}>
         <p>
@@ -209,6 +213,7 @@ function Forwards({ requestId }) {
           <span class="muted">${plural(f.attempt_count, 'attempt')}${f.next_attempt_at && !FINAL.has(f.status) ? ` · next ${formatTime(f.next_attempt_at)}` : ''}${f.replay_batch_id ? ' · replay' : ''}</span>
         </p>
         ${f.status === 'skipped' && f.last_error ? html`<p class="muted small" data-skipped>${f.last_error}</p>` : null}
+        <${FilteredReason} f=${f} />
         ${f.attempts.length > 0
           ? html`<div class="table-wrap"><table>
               <thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Result</th><th scope="col">Duration</th><th scope="col">Error</th></tr></thead>
