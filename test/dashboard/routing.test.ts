@@ -54,10 +54,10 @@ describe('dashboard: routing', () => {
 
     // test against the newest capture, then save
     await editor.fill('{"body": {"type": {"$startsWith": "invoice."}, "id": {"$exist": true}}}');
-    await form.getByRole('button', { name: 'Test against a recent capture' }).click();
+    await form.getByRole('button', { name: 'Test the filter against a recent capture' }).click();
     await expectText(form.locator(`#fd-${created.id}-filter-result`), /Does not match: body\.type: expected \$startsWith "invoice\." got "charge\.succeeded"/);
     await editor.fill('{"body": {"id": "evt_1"}}');
-    await form.getByRole('button', { name: 'Test against a recent capture' }).click();
+    await form.getByRole('button', { name: 'Test the filter against a recent capture' }).click();
     await expectText(form.locator(`#fd-${created.id}-filter-result`), /Matches/);
     await editor.fill(JSON.stringify(INVOICES));
     await form.getByRole('button', { name: 'Save settings' }).click();

@@ -1,6 +1,6 @@
 // A destination's transformation on its forms (create and edit): the code in
 // a monospace textarea, the API's compile error (line and column) beside it,
-// and "Test against a recent capture", which runs the code on one of the
+// and "Test the code against a recent capture", which runs the code on one of the
 // endpoint's captures (POST /v1/requests/:id/transform-test, nothing sent)
 // and shows what would be sent next to what arrived. API:
 // docs/transformations.md.
@@ -38,11 +38,11 @@ export function TransformationField({ id, value, onChange, error, endpointId, de
   </fieldset>`;
 }
 
-/** "Test against a recent capture": the picker and the run are only made when opened. */
+/** "Test the code against a recent capture": the picker and the run are only made when opened. */
 function TestPanel({ id, code, endpointId, destinationId }) {
   const [open, setOpen] = useState(false);
   return html`<details class="transform-test" onToggle=${(e) => setOpen(e.currentTarget.open)}>
-    <summary>Test against a recent capture</summary>
+    <summary>Test the code against a recent capture</summary>
     ${open ? html`<${TestRun} id=${id} code=${code} endpointId=${endpointId} destinationId=${destinationId} />` : null}
   </details>`;
 }

@@ -103,7 +103,7 @@ function FilterTest({ id, field, endpointId }) {
           </select>
         <//>
         <div class="actions">
-          <button type="button" aria-disabled=${action.busy || !captureId ? 'true' : undefined} onClick=${test}>Test against a recent capture</button>
+          <button type="button" aria-disabled=${action.busy || !captureId ? 'true' : undefined} onClick=${test}>Test the filter against a recent capture</button>
         </div>`}
     <p role="status" class="filter-result" id=${id + '-result'} data-matches=${result ? String(result.matches) : undefined}>
       ${result
