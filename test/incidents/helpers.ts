@@ -75,3 +75,54 @@ export async function seedIncident(db: Db, organizationId: string, opts: { n?: n
   const { rows } = await db.query<{ id: string }>(`select id from incidents where scope_key = $1 order by id desc limit 1`, [`fd:${fd.id}`]);
   return { incidentId: rows[0].id, endpoint, destinationId: fd.id, requestIds: captures.map((c) => c.id) };
 }
+
+/**
+ * Records every dispatch slot the claim statement gives a replay batch's
+ * deliveries (deliveries.paced_slot is cleared once the attempt is
+ * recorded, so the schedule is kept aside by a trigger), to check the
+ * schedule Weir computed rather than when requests happened to arrive.
+ * Works across processes sharing the database. Slots are in microseconds
+ * since the epoch, exact.
+ */
+export async function recordPacedSlots(db: Queryable): Promise<{ slots(batchId: string): Promise<Array<{ delivery_id: string; slot_us: number }>>; stop(): Promise<void> }> {
+  await db.query(`create table if not exists test_paced_slots (delivery_id uuid not null, replay_batch_id uuid, slot timestamptz not null, unique (delivery_id, slot))`);
+  await db.query(`create or replace function test_record_paced_slot() returns trigger language plpgsql as $$
+    begin
+      insert into test_paced_slots values (new.id, new.replay_batch_id, new.paced_slot) on conflict do nothing;
+      return null;
+    end $$`);
+  await db.query(`drop trigger if exists test_paced_slot on deliveries`);
+  await db.query(`create trigger test_paced_slot after update of paced_slot on deliveries
+    for each row when (new.paced_slot is not null and new.replay_batch_id is not null) execute function test_record_paced_slot()`);
+  return {
+    async slots(batchId) {
+      const { rows } = await db.query<{ delivery_id: string; slot_us: string }>(
+        `select delivery_id, (extract(epoch from slot) * 1000000)::bigint::text as slot_us from test_paced_slots where replay_batch_id = $1::uuid order by slot, delivery_id`,
+        [batchId],
+      );
+      return rows.map((r) => ({ delivery_id: r.delivery_id, slot_us: Number(r.slot_us) }));
+    },
+    async stop() {
+      await db.query(`drop trigger if exists test_paced_slot on deliveries`);
+      await db.query(`drop table if exists test_paced_slots`);
+    },
+  };
+}
+
+/**
+ * Checks a batch's recorded schedule: each delivery was given exactly one
+ * slot, and no two slots are closer than the batch's interval (the pacer's
+ * own arithmetic, exact to the microsecond). Returns the slots in order.
+ */
+export function assertPacedSchedule(slots: Array<{ delivery_id: string; slot_us: number }>, deliveryIds: readonly string[], perMinute: number): number[] {
+  const byDelivery = new Map<string, number[]>();
+  for (const s of slots) byDelivery.set(s.delivery_id, [...(byDelivery.get(s.delivery_id) ?? []), s.slot_us]);
+  if ([...byDelivery.keys()].sort().join() !== [...deliveryIds].sort().join()) throw new Error(`slots for ${byDelivery.size} deliveries, expected ${deliveryIds.length}`);
+  for (const [id, s] of byDelivery) if (s.length !== 1) throw new Error(`delivery ${id} was given ${s.length} slots`);
+  const interval = 60_000_000 / perMinute;
+  const sorted = slots.map((s) => s.slot_us).sort((a, b) => a - b);
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i] - sorted[i - 1] < interval) throw new Error(`slots ${i - 1} and ${i} are ${sorted[i] - sorted[i - 1]} µs apart, less than the interval of ${interval} µs`);
+  }
+  return sorted;
+}
