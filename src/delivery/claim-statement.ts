@@ -221,30 +221,36 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
 
 /**
  * CLAIM_DUE for an agent worker: only the deliveries of the agents
- * connected to this node ($1), read from deliveries_agent_due (agent_id,
+ * connected to this node ($1), read from deliveries_agent_queue (agent_id,
  * next_attempt_at) one agent at a time, so the cost follows the connected
  * agents' queues, never an offline or revoked agent's backlog (on
  * deliveries_due they were stepped over one by one). The result is the
  * same rows CLAIM_DUE would take with that filter: the `limit` oldest due
  * of those agents (each agent's own oldest `limit` contain them).
  */
-export const CLAIM_DUE_OF_AGENTS = `with next as materialized (
-       -- one walk of deliveries_agent_due per connected agent, in due order and stopping at the
-       -- limit, so no offline agent's backlog is read; of those, the oldest due, as CLAIM_DUE takes them
-       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at
+export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
+       -- one walk of deliveries_agent_queue per connected agent, in due order and stopping at the
+       -- limit, so no offline agent's backlog is read
+       select due.id, due.at
          from (select distinct unnest($1::uuid[])) as a(agent_id)
         cross join lateral (
-              select q.id from deliveries q
+              select q.id, q.next_attempt_at as at from deliveries q
                where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id and q.next_attempt_at <= now()
                order by q.next_attempt_at
                limit $2
              ) due
-         join deliveries d on d.id = due.id
+     ),
+     next as materialized (
+       -- of those heads, the oldest due, as CLAIM_DUE takes them; ordered by the head's own due
+       -- time, so that no walk of deliveries_due in that order can look cheaper to the planner
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at
+         from heads h
+         join deliveries d on d.id = h.id
         -- the conditions again on the row itself: a row another claim changed since this statement's snapshot is re-checked when locked
         where d.status = 'pending' and d.next_attempt_at <= now() and d.destination_type = 'agent'
           -- evaluated once per statement: with a paced batch, claim nothing (the caller claims again with batch pacing)
           and not exists (select 1 from replay_batch_pacing)
-        order by d.next_attempt_at
+        order by h.at
         limit $2
           for update of d skip locked
      ),
@@ -304,21 +310,27 @@ export const CLAIM_DUE_OF_AGENTS = `with next as materialized (
        left join agents a on a.id = c.agent_id`;
 
 /** CLAIM_DUE_OF_AGENTS with replay batch pacing, as CLAIM_DUE_PACING_BATCHES is to CLAIM_DUE. */
-export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with next as materialized (
-       -- one walk of deliveries_agent_due per connected agent, in due order and stopping at the
-       -- limit, so no offline agent's backlog is read; of those, the oldest due, as CLAIM_DUE takes them
-       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at, d.replay_batch_id
+export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
+       -- one walk of deliveries_agent_queue per connected agent, in due order and stopping at the
+       -- limit, so no offline agent's backlog is read
+       select due.id, due.at
          from (select distinct unnest($1::uuid[])) as a(agent_id)
         cross join lateral (
-              select q.id from deliveries q
+              select q.id, q.next_attempt_at as at from deliveries q
                where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id and q.next_attempt_at <= now()
                order by q.next_attempt_at
                limit $2
              ) due
-         join deliveries d on d.id = due.id
+     ),
+     next as materialized (
+       -- of those heads, the oldest due, as CLAIM_DUE takes them; ordered by the head's own due
+       -- time, so that no walk of deliveries_due in that order can look cheaper to the planner
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at, d.replay_batch_id
+         from heads h
+         join deliveries d on d.id = h.id
         -- the conditions again on the row itself: a row another claim changed since this statement's snapshot is re-checked when locked
         where d.status = 'pending' and d.next_attempt_at <= now() and d.destination_type = 'agent'
-        order by d.next_attempt_at
+        order by h.at
         limit $2
           for update of d skip locked
      ),

@@ -208,7 +208,7 @@ export const NEXT_DUE = `select (select min(next_attempt_at) from deliveries whe
 
 /**
  * When the earliest waiting delivery of these agents ($1) is due: the first
- * entry of each one's deliveries_agent_due, never another agent's backlog
+ * entry of each one's deliveries_agent_queue, never another agent's backlog
  * (a minimum over deliveries_due filtered by agent stepped over it).
  */
 export const NEXT_DUE_OF_AGENTS = `select (select min(first.at) from (select distinct unnest($1::uuid[])) as a(agent_id)

@@ -30,33 +30,35 @@ function lastErrorOf({ result, decision }: Outcome): string | null {
  */
 export async function completeAttempts(db: Queryable, outcomes: readonly Outcome[], node: string): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
   const incidents = outcomes.some((o) => outcomeConcernsIncidents(o.decision.status, o.delivery.replayBatchId, o.delivery.attemptNumber));
-  const { rows } = await db.query<{ id: string }>(
-    incidents ? COMPLETE_ATTEMPTS_RECORDING_INCIDENTS : COMPLETE_ATTEMPTS,
-    [
-      col((o) => newId(o.result.startedAt.getTime())),
-      col((o) => o.delivery.id),
-      col((o) => o.delivery.organizationId),
-      col((o) => o.delivery.attemptNumber),
-      col((o) => o.result.startedAt.toISOString()),
-      col((o) => o.result.durationMs),
-      col((o) => o.result.url),
-      col((o) => o.result.statusCode ?? null),
-      // JSON writes NUL as the escape \u0000, which jsonb refuses too
-      col((o) => (o.result.responseHeaders ? JSON.stringify(o.result.responseHeaders).replace(/\\u0000/g, '\\ufffd') : null)),
-      col((o) => (o.result.responseBody ? o.result.responseBody.toString('hex') : null)),
-      col((o) => o.result.responseTruncated ?? false),
-      col((o) => o.result.errorClass ?? null),
-      col((o) => clean(o.result.errorMessage)),
-      col((o) => o.decision.status),
-      col((o) => (o.decision.status === 'pending' ? o.decision.delaySeconds : 0)),
-      col((o) => clean(lastErrorOf(o))),
-      col((o) => o.delivery.leaseId),
-      node,
-    ],
-  );
+  const { rows } = await db.query<{ id: string }>(incidents ? COMPLETE_ATTEMPTS_RECORDING_INCIDENTS : COMPLETE_ATTEMPTS, completionParams(outcomes, node));
   return new Set(rows.map((r) => r.id));
+}
+
+/** The parameters of the completion statements (complete-statement.ts) for these outcomes. */
+export function completionParams(outcomes: readonly Outcome[], node: string): unknown[] {
+  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  return [
+    col((o) => newId(o.result.startedAt.getTime())),
+    col((o) => o.delivery.id),
+    col((o) => o.delivery.organizationId),
+    col((o) => o.delivery.attemptNumber),
+    col((o) => o.result.startedAt.toISOString()),
+    col((o) => o.result.durationMs),
+    col((o) => o.result.url),
+    col((o) => o.result.statusCode ?? null),
+    // JSON writes NUL as the escape \u0000, which jsonb refuses too
+    col((o) => (o.result.responseHeaders ? JSON.stringify(o.result.responseHeaders).replace(/\\u0000/g, '\\ufffd') : null)),
+    col((o) => (o.result.responseBody ? o.result.responseBody.toString('hex') : null)),
+    col((o) => o.result.responseTruncated ?? false),
+    col((o) => o.result.errorClass ?? null),
+    col((o) => clean(o.result.errorMessage)),
+    col((o) => o.decision.status),
+    col((o) => (o.decision.status === 'pending' ? o.decision.delaySeconds : 0)),
+    col((o) => clean(lastErrorOf(o))),
+    col((o) => o.delivery.leaseId),
+    node,
+  ];
 }
 
 /**

@@ -5,9 +5,19 @@
 -- revoked agent before reaching a connected one's (1,000 offline laptops
 -- with 1,000 queued forwards each: a million rows per claim). This index
 -- is walked once per connected agent, in due order, and each walk stops at
--- the claim's limit (CLAIM_DUE_OF_AGENTS in src/delivery/claim-statement.ts).
-create index deliveries_agent_due on deliveries (agent_id, next_attempt_at)
-  where status = 'pending' and destination_type = 'agent';
+-- the claim's limit (CLAIM_DUE_OF_AGENTS in src/delivery/claim-statement.ts;
+-- NEXT_DUE_OF_AGENTS in claim.ts reads each agent's first entry).
+--
+-- It replaces deliveries_agent_unfinished (agent_id) of migration 0015, with
+-- the same rows (what an agent still owes: waiting or handed to it) and
+-- next_attempt_at added, so an insert still maintains one agent index. With
+-- both, the planner preferred reading a connected agent's whole queue from
+-- the old one and sorting it. The revoked-agent sweep reads the first column
+-- as before; in-flight rows the claim's walk steps over are bounded by what
+-- the agent has in flight.
+drop index deliveries_agent_unfinished;
+create index deliveries_agent_queue on deliveries (agent_id, next_attempt_at)
+  where destination_type = 'agent' and status in ('pending', 'in_flight');
 
 -- The batch marks (src/delivery/replay-batch.ts: HELD_UNTIL, CANCELLED_MARK,
 -- CANCELLED_ERROR): what pause and cancel of a replay batch write into
