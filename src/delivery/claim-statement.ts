@@ -1,6 +1,13 @@
-// The text of the claim statement: claimDeliveries (claim.ts) runs it and
-// explains each step. Parameters: $1 destination type, $2 agent ids or
-// null, $3 limit, $4 pacing horizon ms, $5 lease ms, $6 node.
+// The claim statements, each written out whole: claimDeliveries (claim.ts)
+// picks one and explains each step. They differ only in where `next` finds
+// due deliveries (every due one of a type, or the connected agents' own)
+// and in whether replay batch pacing is in (the bneed/btaken/bslots CTEs,
+// and bslots in `plan`). test/delivery/claim-statements.test.ts runs the
+// same checks on all four, so they cannot drift apart unnoticed.
+//
+// Parameters: $1 the destination type (CLAIM_DUE*) or the connected
+// agents' ids (CLAIM_DUE_OF_AGENTS*), $2 limit, $3 pacing horizon ms,
+// $4 lease ms, $5 node.
 import type { DestinationType } from './transport.ts';
 
 /** A row of the claim statement: the claimed delivery, its capture and its destination as they are now. */
@@ -44,32 +51,31 @@ export interface ClaimRow {
   paced_batches?: boolean;
 }
 
-/**
- * The claim statement, in two variants. Replay batch pacing costs every
+/*
+ * Why two statements per kind of claim. Replay batch pacing costs every
  * claim several steps (a window over the claimed rows, a lookup of each in
  * replay_batch_pacing, an update) although batches are rare, so while none
- * is paced the statement leaves them out. Which variant to run is a hint
- * from the last claim, never trusted for correctness: the variant without
- * them claims nothing at all when replay_batch_pacing has a row (`next`'s
- * one-time guard, read in the statement's own snapshot, which is the
- * snapshot its scan of deliveries uses). A batch inserts its pacing row in
- * the transaction that inserts its deliveries (queuePacedBatch), so a
- * statement that can see a batch's deliveries sees its pacing row too,
- * whichever node created the batch; the caller then runs the full variant.
+ * is paced the statement without them runs. Which one to run is a hint
+ * from the last claim, never trusted for correctness: the statement
+ * without batch pacing claims nothing at all when replay_batch_pacing has
+ * a row (`next`'s one-time guard, read in the statement's own snapshot,
+ * which is the snapshot its scan of deliveries uses). A batch inserts its
+ * pacing row in the transaction that inserts its deliveries
+ * (queuePacedBatch), so a statement that can see a batch's deliveries sees
+ * its pacing row too, whichever node created the batch; the caller then
+ * runs the statement with batch pacing.
  */
-function claimSql(batches: boolean): string {
-  return `with next as materialized (
+
+/** Claims due deliveries of one destination type ($1), walking deliveries_due in order; no replay batch may be paced. */
+export const CLAIM_DUE = `with next as materialized (
        -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
-       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at${batches ? ', d.replay_batch_id' : ''}
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at
          from deliveries d
-        where d.status = 'pending' and d.next_attempt_at <= now()
-          and d.destination_type = $1 and ($2::uuid[] is null or d.agent_id = any($2::uuid[]))${
-            batches ? '' : `
-          -- evaluated once per statement: with a paced batch, claim nothing (the caller claims again with the batch CTEs)
-          and not exists (select 1 from replay_batch_pacing)`
-          }
+        where d.status = 'pending' and d.next_attempt_at <= now() and d.destination_type = $1
+          -- evaluated once per statement: with a paced batch, claim nothing (the caller claims again with batch pacing)
+          and not exists (select 1 from replay_batch_pacing)
         order by d.next_attempt_at
-        limit $3
+        limit $2
           for update skip locked
      ),
      need as (
@@ -78,13 +84,7 @@ function claimSql(batches: boolean): string {
               count(*) over (partition by next.forward_destination_id) as n
          from next
          join forward_destinations fd on fd.id = next.forward_destination_id
-        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null${
-          batches
-            ? `
-          -- a paced replay batch's own rate applies instead (bneed)
-          and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)`
-            : ''
-        }
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
      ),
      taken as (
        insert into destination_pacing as p (destination_id, next_slot_at)
@@ -96,19 +96,19 @@ function claimSql(batches: boolean): string {
      slots as (
        select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
          from need join taken on taken.destination_id = need.dest
-     ),${batches ? BATCH_SLOTS : ''}
+     ),
      plan as (
-       select next.id, coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot) as slot,
-              coalesce(s.slot, ${batches ? 'bs.slot, ' : ''}next.paced_slot, now()) <= now() + $4 * interval '1 millisecond' as go
-         from next left join slots s on s.id = next.id${batches ? ' left join bslots bs on bs.id = next.id' : ''}
+       select next.id, coalesce(s.slot, next.paced_slot) as slot,
+              coalesce(s.slot, next.paced_slot, now()) <= now() + $3 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id
      ),
      claimed as (
        update deliveries d
           set status = case when plan.go then 'in_flight' else 'pending' end,
               paced_slot = plan.slot,
               next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
-              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $5 * interval '1 millisecond' end,
-              leased_by = case when plan.go then $6 end,
+              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
+              leased_by = case when plan.go then $5 end,
               lease_id = case when plan.go then gen_random_uuid() end,
               updated_at = now()
          from plan
@@ -117,21 +117,16 @@ function claimSql(batches: boolean): string {
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
-            -- hex text, decoded natively below: PGlite's bytea parser works byte by byte in JavaScript
+            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
             -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
             fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- src/transformations: the code as it is now
             fd.transformation, c.request_received_at,
-            statement_timestamp() as db_now${
-              batches
-                ? `,
-            -- whether the next claim needs this variant again (the pacing row of a batch with nothing left is deleted)
-            exists (select 1 from replay_batch_pacing) as paced_batches`
-                : ''
-            }
+            statement_timestamp() as db_now
        from claimed c
        -- a range, not equality: received_at may carry microseconds the
        -- millisecond copy in the delivery row lost; the id pins the row
@@ -141,10 +136,43 @@ function claimSql(batches: boolean): string {
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
        left join agents a on a.id = c.agent_id`;
-}
 
-/** The same as need/taken/slots for incident replay batches, paced at their requests_per_minute (src/incidents/replay.ts). */
-const BATCH_SLOTS = `
+/**
+ * CLAIM_DUE with replay batch pacing: bneed/btaken/bslots are need/taken/
+ * slots for incident replay batches, paced at their requests_per_minute
+ * from their replay_batch_pacing rows (src/incidents/replay.ts); a paced
+ * batch's own rate applies instead of its destination's.
+ */
+export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
+       -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at, d.replay_batch_id
+         from deliveries d
+        where d.status = 'pending' and d.next_attempt_at <= now() and d.destination_type = $1
+        order by d.next_attempt_at
+        limit $2
+          for update skip locked
+     ),
+     need as (
+       select next.id, next.forward_destination_id as dest, fd.rate_limit_per_minute as rate,
+              row_number() over (partition by next.forward_destination_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.forward_destination_id) as n
+         from next
+         join forward_destinations fd on fd.id = next.forward_destination_id
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+          -- a paced replay batch's own rate applies instead (bneed)
+          and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)
+     ),
+     taken as (
+       insert into destination_pacing as p (destination_id, next_slot_at)
+       select dest, now() + max(n) * (interval '60 seconds' / max(rate)) from need group by dest
+       on conflict (destination_id) do update
+         set next_slot_at = greatest(p.next_slot_at, now()) + (excluded.next_slot_at - now())
+       returning destination_id, next_slot_at
+     ),
+     slots as (
+       select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
+         from need join taken on taken.destination_id = need.dest
+     ),
      bneed as (
        select next.id, next.replay_batch_id as batch, rp.requests_per_minute as rate,
               row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
@@ -162,7 +190,251 @@ const BATCH_SLOTS = `
      bslots as (
        select bneed.id, btaken.next_slot_at - (bneed.n - bneed.k + 1) * (interval '60 seconds' / bneed.rate) as slot
          from bneed join btaken on btaken.replay_batch_id = bneed.batch
-     ),`;
+     ),
+     plan as (
+       select next.id, coalesce(s.slot, bs.slot, next.paced_slot) as slot,
+              coalesce(s.slot, bs.slot, next.paced_slot, now()) <= now() + $3 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id left join bslots bs on bs.id = next.id
+     ),
+     claimed as (
+       update deliveries d
+          set status = case when plan.go then 'in_flight' else 'pending' end,
+              paced_slot = plan.slot,
+              next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
+              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
+              leased_by = case when plan.go then $5 end,
+              lease_id = case when plan.go then gen_random_uuid() end,
+              updated_at = now()
+         from plan
+        where d.id = plan.id
+        returning d.*
+     )
+     select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+            -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
+            fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
+            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
+            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- src/transformations: the code as it is now
+            fd.transformation, c.request_received_at,
+            statement_timestamp() as db_now,
+            -- whether the next claim needs batch pacing again (the pacing row of a batch with nothing left is deleted)
+            exists (select 1 from replay_batch_pacing) as paced_batches
+       from claimed c
+       -- a range, not equality: received_at may carry microseconds the
+       -- millisecond copy in the delivery row lost; the id pins the row
+       left join captured_requests cr
+              on c.status = 'in_flight' and cr.id = c.request_id
+             and cr.received_at between c.request_received_at - interval '1 millisecond'
+                                    and c.request_received_at + interval '1 millisecond'
+       left join forward_destinations fd on fd.id = c.forward_destination_id
+       left join agents a on a.id = c.agent_id`;
 
-/** Both variants, built once. */
-export const CLAIM_SQL = { plain: claimSql(false), batches: claimSql(true) };
+/**
+ * CLAIM_DUE for an agent worker: only the deliveries of the agents
+ * connected to this node ($1), read from deliveries_agent_queue (agent_id,
+ * next_attempt_at) one agent at a time, so the cost follows the connected
+ * agents' queues, never an offline or revoked agent's backlog (on
+ * deliveries_due they were stepped over one by one). The result is the
+ * same rows CLAIM_DUE would take with that filter: the `limit` oldest due
+ * of those agents (each agent's own oldest `limit` contain them).
+ */
+export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
+       -- one walk of deliveries_agent_queue per connected agent, in due order and stopping at the
+       -- limit, so no offline agent's backlog is read
+       select due.id, due.at
+         from (select distinct unnest($1::uuid[])) as a(agent_id)
+        cross join lateral (
+              select q.id, q.next_attempt_at as at from deliveries q
+               where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id and q.next_attempt_at <= now()
+               order by q.next_attempt_at
+               limit $2
+             ) due
+     ),
+     next as materialized (
+       -- of those heads, the oldest due, as CLAIM_DUE takes them; ordered by the head's own due
+       -- time, so that no walk of an index in that order can look cheaper to the planner
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at
+         from heads h
+         join deliveries d on d.id = h.id
+        -- the conditions again on the row itself: a row another claim changed since this statement's snapshot is
+        -- re-checked when locked. collate "C" changes nothing in the test but hides it from the planner's proof
+        -- that a partial index (status 'pending') applies: estimating one row of d from a queue table's statistics,
+        -- it walked such an index whole and matched every row against the heads, instead of fetching each head by id
+        where d.status collate "C" = 'pending' and d.next_attempt_at <= now() and d.destination_type = 'agent'
+          -- evaluated once per statement: with a paced batch, claim nothing (the caller claims again with batch pacing)
+          and not exists (select 1 from replay_batch_pacing)
+        order by h.at
+        limit $2
+          for update of d skip locked
+     ),
+     need as (
+       select next.id, next.forward_destination_id as dest, fd.rate_limit_per_minute as rate,
+              row_number() over (partition by next.forward_destination_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.forward_destination_id) as n
+         from next
+         join forward_destinations fd on fd.id = next.forward_destination_id
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+     ),
+     taken as (
+       insert into destination_pacing as p (destination_id, next_slot_at)
+       select dest, now() + max(n) * (interval '60 seconds' / max(rate)) from need group by dest
+       on conflict (destination_id) do update
+         set next_slot_at = greatest(p.next_slot_at, now()) + (excluded.next_slot_at - now())
+       returning destination_id, next_slot_at
+     ),
+     slots as (
+       select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
+         from need join taken on taken.destination_id = need.dest
+     ),
+     plan as (
+       select next.id, coalesce(s.slot, next.paced_slot) as slot,
+              coalesce(s.slot, next.paced_slot, now()) <= now() + $3 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id
+     ),
+     claimed as (
+       update deliveries d
+          set status = case when plan.go then 'in_flight' else 'pending' end,
+              paced_slot = plan.slot,
+              next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
+              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
+              leased_by = case when plan.go then $5 end,
+              lease_id = case when plan.go then gen_random_uuid() end,
+              updated_at = now()
+         from plan
+        where d.id = plan.id
+        returning d.*
+     )
+     select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+            -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
+            fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
+            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
+            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- src/transformations: the code as it is now
+            fd.transformation, c.request_received_at,
+            statement_timestamp() as db_now
+       from claimed c
+       -- a range, not equality: received_at may carry microseconds the
+       -- millisecond copy in the delivery row lost; the id pins the row
+       left join captured_requests cr
+              on c.status = 'in_flight' and cr.id = c.request_id
+             and cr.received_at between c.request_received_at - interval '1 millisecond'
+                                    and c.request_received_at + interval '1 millisecond'
+       left join forward_destinations fd on fd.id = c.forward_destination_id
+       left join agents a on a.id = c.agent_id`;
+
+/** CLAIM_DUE_OF_AGENTS with replay batch pacing, as CLAIM_DUE_PACING_BATCHES is to CLAIM_DUE. */
+export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
+       -- one walk of deliveries_agent_queue per connected agent, in due order and stopping at the
+       -- limit, so no offline agent's backlog is read
+       select due.id, due.at
+         from (select distinct unnest($1::uuid[])) as a(agent_id)
+        cross join lateral (
+              select q.id, q.next_attempt_at as at from deliveries q
+               where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id and q.next_attempt_at <= now()
+               order by q.next_attempt_at
+               limit $2
+             ) due
+     ),
+     next as materialized (
+       -- of those heads, the oldest due, as CLAIM_DUE takes them; ordered by the head's own due
+       -- time, so that no walk of an index in that order can look cheaper to the planner
+       select d.id, d.forward_destination_id, d.paced_slot, d.next_attempt_at, d.replay_batch_id
+         from heads h
+         join deliveries d on d.id = h.id
+        -- the conditions again on the row itself: a row another claim changed since this statement's snapshot is
+        -- re-checked when locked. collate "C" changes nothing in the test but hides it from the planner's proof
+        -- that a partial index (status 'pending') applies: estimating one row of d from a queue table's statistics,
+        -- it walked such an index whole and matched every row against the heads, instead of fetching each head by id
+        where d.status collate "C" = 'pending' and d.next_attempt_at <= now() and d.destination_type = 'agent'
+        order by h.at
+        limit $2
+          for update of d skip locked
+     ),
+     need as (
+       select next.id, next.forward_destination_id as dest, fd.rate_limit_per_minute as rate,
+              row_number() over (partition by next.forward_destination_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.forward_destination_id) as n
+         from next
+         join forward_destinations fd on fd.id = next.forward_destination_id
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+          -- a paced replay batch's own rate applies instead (bneed)
+          and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)
+     ),
+     taken as (
+       insert into destination_pacing as p (destination_id, next_slot_at)
+       select dest, now() + max(n) * (interval '60 seconds' / max(rate)) from need group by dest
+       on conflict (destination_id) do update
+         set next_slot_at = greatest(p.next_slot_at, now()) + (excluded.next_slot_at - now())
+       returning destination_id, next_slot_at
+     ),
+     slots as (
+       select need.id, taken.next_slot_at - (need.n - need.k + 1) * (interval '60 seconds' / need.rate) as slot
+         from need join taken on taken.destination_id = need.dest
+     ),
+     bneed as (
+       select next.id, next.replay_batch_id as batch, rp.requests_per_minute as rate,
+              row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
+              count(*) over (partition by next.replay_batch_id) as n
+         from next join replay_batch_pacing rp on rp.replay_batch_id = next.replay_batch_id
+        where next.paced_slot is null
+     ),
+     btaken as (
+       update replay_batch_pacing rp
+          set next_slot_at = greatest(rp.next_slot_at, now()) + b.n * (interval '60 seconds' / rp.requests_per_minute)
+         from (select batch, max(n) as n from bneed group by batch) b
+        where rp.replay_batch_id = b.batch
+       returning rp.replay_batch_id, rp.next_slot_at
+     ),
+     bslots as (
+       select bneed.id, btaken.next_slot_at - (bneed.n - bneed.k + 1) * (interval '60 seconds' / bneed.rate) as slot
+         from bneed join btaken on btaken.replay_batch_id = bneed.batch
+     ),
+     plan as (
+       select next.id, coalesce(s.slot, bs.slot, next.paced_slot) as slot,
+              coalesce(s.slot, bs.slot, next.paced_slot, now()) <= now() + $3 * interval '1 millisecond' as go
+         from next left join slots s on s.id = next.id left join bslots bs on bs.id = next.id
+     ),
+     claimed as (
+       update deliveries d
+          set status = case when plan.go then 'in_flight' else 'pending' end,
+              paced_slot = plan.slot,
+              next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
+              lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
+              leased_by = case when plan.go then $5 end,
+              lease_id = case when plan.go then gen_random_uuid() end,
+              updated_at = now()
+         from plan
+        where d.id = plan.id
+        returning d.*
+     )
+     select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+            -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
+            fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
+            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
+            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- src/transformations: the code as it is now
+            fd.transformation, c.request_received_at,
+            statement_timestamp() as db_now,
+            -- whether the next claim needs batch pacing again (the pacing row of a batch with nothing left is deleted)
+            exists (select 1 from replay_batch_pacing) as paced_batches
+       from claimed c
+       -- a range, not equality: received_at may carry microseconds the
+       -- millisecond copy in the delivery row lost; the id pins the row
+       left join captured_requests cr
+              on c.status = 'in_flight' and cr.id = c.request_id
+             and cr.received_at between c.request_received_at - interval '1 millisecond'
+                                    and c.request_received_at + interval '1 millisecond'
+       left join forward_destinations fd on fd.id = c.forward_destination_id
+       left join agents a on a.id = c.agent_id`;

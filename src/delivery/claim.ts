@@ -1,7 +1,6 @@
 import type { Db, Queryable } from '../db/db.ts';
-import { BATCH_MARKS, CANCELLED_ERROR } from './replay-batch.ts';
 import { agentRetry, DEFAULT_RETRY } from './retry-policy.ts';
-import { CLAIM_SQL, type ClaimRow } from './claim-statement.ts';
+import { CLAIM_DUE, CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES, CLAIM_DUE_PACING_BATCHES, type ClaimRow } from './claim-statement.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
 
 /**
@@ -39,14 +38,15 @@ export interface ClaimResult {
  * Claims up to `limit` due deliveries in ONE statement, so a claim is atomic
  * and several workers on several nodes never take the same row:
  * - `next` locks the oldest due rows, skipping rows another claim holds
- *   (SKIP LOCKED: claimers never wait on each other);
+ *   (SKIP LOCKED: claimers never wait on each other); an agent worker's
+ *   claim reads only its connected agents' queues (CLAIM_DUE_OF_AGENTS);
  * - `need`/`taken`/`slots` give each delivery of a rate-limited destination
  *   the next dispatch slots of that destination, advancing its
  *   destination_pacing row (the upsert's row lock serialises nodes, so slots
  *   are globally unique and evenly spaced);
  * - `bneed`/`btaken`/`bslots` do the same for paced replay batches, from
- *   their replay_batch_pacing rows (only in the variant run while a batch
- *   is paced, see claimSql in claim-statement.ts);
+ *   their replay_batch_pacing rows (only in the statements run while a
+ *   batch is paced, see claim-statement.ts);
  * - `claimed` leases what can go now (unpaced, or a slot within the
  *   horizon) and writes the rest back as pending until their slot, which
  *   also moves them out of the way of other destinations' deliveries;
@@ -63,7 +63,7 @@ export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimRes
     // pending, so it reads every due row and sorts them: a cost growing with
     // the backlog exactly when a backlog builds. Only the ordered scan of
     // deliveries_due is allowed here; it stops after `limit` rows.
-    await tx.exec('set local enable_seqscan = off; set local enable_bitmapscan = off');
+    await tx.exec(CLAIM_PLAN_SETTINGS);
     if (!o.pacedBatches) {
       const fast = await claimIn(tx, o, false);
       // claimed nothing: either nothing was due, or the statement's guard saw a paced batch
@@ -73,6 +73,9 @@ export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimRes
   });
 }
 
+/** How the claim transaction plans: only ordered index walks (see claimDeliveries). */
+export const CLAIM_PLAN_SETTINGS = 'set local enable_seqscan = off; set local enable_bitmapscan = off';
+
 /** Whether any replay batch has a pacing row, that is, may still have deliveries to pace (see endIdleBatchPacing). */
 async function pacedBatchesExist(db: Queryable): Promise<boolean> {
   const { rows } = await db.query<{ paced: boolean }>('select exists (select 1 from replay_batch_pacing) as paced');
@@ -81,9 +84,10 @@ async function pacedBatchesExist(db: Queryable): Promise<boolean> {
 
 async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promise<ClaimResult> {
   const sentAt = Date.now();
-  const { rows } = await db.query<ClaimRow>(batches ? CLAIM_SQL.batches : CLAIM_SQL.plain, [
-    o.destinationType,
-    o.agentIds ?? null,
+  const ofAgents = o.destinationType === 'agent' && o.agentIds != null;
+  const statement = ofAgents ? (batches ? CLAIM_DUE_OF_AGENTS_PACING_BATCHES : CLAIM_DUE_OF_AGENTS) : batches ? CLAIM_DUE_PACING_BATCHES : CLAIM_DUE;
+  const { rows } = await db.query<ClaimRow>(statement, [
+    ofAgents ? o.agentIds : o.destinationType,
     o.limit,
     PACING_HORIZON_MS,
     o.leaseMs,
@@ -154,16 +158,15 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
  */
 export async function requeueExpiredLeases(db: Queryable, opts: { everyLease?: boolean } = {}): Promise<number> {
   const { rowCount } = await db.query(
-    // a paused batch's delivery stays held, a cancelled one's ends failed (replay-batch.ts BATCH_MARKS)
+    // a paused batch's delivery stays held, a cancelled one's ends failed (the delivery_retry_* functions, migration 0021)
     `update deliveries
-        set status = case when next_attempt_at = $3::timestamptz then 'failed' else 'pending' end,
-            next_attempt_at = case when next_attempt_at >= $2::timestamptz then next_attempt_at else now() end, paced_slot = null,
+        set status = delivery_retry_status(next_attempt_at),
+            next_attempt_at = delivery_retry_due(next_attempt_at, now()), paced_slot = null,
             lease_until = null, leased_by = null, lease_id = null,
-            last_error = case when next_attempt_at = $3::timestamptz then $4
-                              else 'lease expired: the worker stopped before recording an outcome' end, updated_at = now()
+            last_error = delivery_retry_error(next_attempt_at, 'lease expired: the worker stopped before recording an outcome'), updated_at = now()
       where id in (select id from deliveries where status = 'in_flight' and ($1::boolean or lease_until < now())
                     for update skip locked)`,
-    [opts.everyLease ?? false, ...BATCH_MARKS, CANCELLED_ERROR],
+    [opts.everyLease ?? false],
   );
   return rowCount;
 }
@@ -177,15 +180,15 @@ export async function requeueExpiredLeases(db: Queryable, opts: { everyLease?: b
 export async function releaseLeases(db: Queryable, leaseIds: readonly string[], opts: { keepDue?: boolean } = {}): Promise<number> {
   if (leaseIds.length === 0) return 0;
   const { rowCount } = await db.query(
-    // a paused batch's delivery stays held, a cancelled one's ends failed (replay-batch.ts BATCH_MARKS)
+    // a paused batch's delivery stays held, a cancelled one's ends failed (the delivery_retry_* functions, migration 0021)
     `update deliveries
-        set status = case when next_attempt_at = $4::timestamptz then 'failed' else 'pending' end,
-            next_attempt_at = case when next_attempt_at >= $3::timestamptz then next_attempt_at
-                                   when $2::boolean then least(next_attempt_at, now()) else now() end, paced_slot = null,
-            last_error = case when next_attempt_at = $4::timestamptz then $5 else last_error end,
+        set status = delivery_retry_status(next_attempt_at),
+            next_attempt_at = delivery_retry_due(next_attempt_at, case when $2::boolean then least(next_attempt_at, now()) else now() end),
+            paced_slot = null,
+            last_error = delivery_retry_error(next_attempt_at, last_error),
             lease_until = null, leased_by = null, lease_id = null, updated_at = now()
       where lease_id = any($1::uuid[]) and status = 'in_flight'`,
-    [leaseIds, opts.keepDue ?? false, ...BATCH_MARKS, CANCELLED_ERROR],
+    [leaseIds, opts.keepDue ?? false],
   );
   return rowCount;
 }
@@ -197,15 +200,25 @@ export async function releaseLeases(db: Queryable, leaseIds: readonly string[], 
  * but not this worker's, and must not wake it again and again.
  */
 export async function nextDueAt(db: Queryable, destinationType: DestinationType, agentIds: readonly string[] | null = null): Promise<number | null> {
-  const { rows } = await db.query<{ at: Date | null; db_now: Date }>(
-    `select (select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1
-                and ($2::uuid[] is null or agent_id = any($2::uuid[]))) as at, now() as db_now`,
-    [destinationType, agentIds],
-  );
+  const ofAgents = destinationType === 'agent' && agentIds != null;
+  const { rows } = await db.query<{ at: Date | null; db_now: Date }>(ofAgents ? NEXT_DUE_OF_AGENTS : NEXT_DUE, [ofAgents ? agentIds : destinationType]);
   const r = rows[0];
   if (!r?.at) return null;
   return new Date(r.at).getTime() - (new Date(r.db_now).getTime() - Date.now());
 }
+
+/** When the earliest waiting delivery of a destination type ($1) is due: the first entry of deliveries_due. */
+export const NEXT_DUE = `select (select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1) as at, now() as db_now`;
+
+/**
+ * When the earliest waiting delivery of these agents ($1) is due: the first
+ * entry of each one's deliveries_agent_queue, never another agent's backlog
+ * (a minimum over deliveries_due filtered by agent stepped over it).
+ */
+export const NEXT_DUE_OF_AGENTS = `select (select min(first.at) from (select distinct unnest($1::uuid[])) as a(agent_id)
+                cross join lateral (select q.next_attempt_at as at from deliveries q
+                                     where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id
+                                     order by q.next_attempt_at limit 1) first) as at, now() as db_now`;
 
 /**
  * Gives back every lease, whoever holds it: only for a database no other

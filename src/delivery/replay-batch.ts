@@ -163,15 +163,14 @@ export const HELD_UNTIL = '9999-01-01T00:00:00Z';
  * cancelled while it was being sent (next_attempt_at means nothing to a
  * delivery in flight until it needs another try). Every statement that
  * takes a delivery out of flight for another try reads the two marks
- * (BATCH_MARKS): a held delivery stays held, a cancelled one ends failed.
+ * through the delivery_retry_* SQL functions (migration 0021, which must
+ * hold the same two values: test/delivery/complete-statements.test.ts
+ * checks): a held delivery stays held, a cancelled one ends failed.
  * So pause and cancel hold for what was in flight at the time too, in
  * whichever order the mark and the attempt's outcome commit (both update
  * the delivery's row, so one waits for the other and sees its result).
  */
 export const CANCELLED_MARK = '9999-12-31T00:00:00Z';
-
-/** The marks as the statements that read them take them: [held, cancelled]. */
-export const BATCH_MARKS = [HELD_UNTIL, CANCELLED_MARK] as const;
 
 /** The error a delivery of a cancelled batch ends with. */
 export const CANCELLED_ERROR = 'the replay batch was cancelled';

@@ -14,24 +14,12 @@ import type { Queryable } from '../db/db.ts';
  * moment cannot be stopped and finishes.
  */
 
-/**
- * A CTE for the completion statement (src/delivery/complete.ts), after
- * `moved`: the replays that just succeeded supersede their pair's older
- * waiting deliveries in the same transaction, so no worker can claim one
- * after the replay's success commits. Replays always run the statement's
- * incidents variant (outcomeConcernsIncidents), where this is appended.
- */
-export const SUPERSEDE_WAITING_AFTER_REPLAY = `
-     superseded as (
-       update deliveries w
-          set status = 'superseded', paced_slot = null, updated_at = now(),
-              last_error = 'superseded: replay delivery ' || m.id::text || ' delivered this request to this destination'
-         from moved m
-        where m.status = 'succeeded' and m.replay_batch_id is not null
-          and w.request_id = m.request_id and w.organization_id = m.organization_id and w.id < m.id and w.status = 'pending'
-          and (w.forward_destination_id = m.forward_destination_id
-               or (m.forward_destination_id is null and w.forward_destination_id is null and w.endpoint_id = m.endpoint_id and w.url = m.url))
-     )`;
+// Where it happens: the CTE `superseded` of the completion statement
+// COMPLETE_ATTEMPTS_RECORDING_INCIDENTS (complete-statement.ts), after
+// `moved`: the replays that just succeeded supersede their pair's older
+// waiting deliveries in the same transaction, so no worker can claim one
+// after the replay's success commits. Replays always run that statement
+// (outcomeConcernsIncidents).
 
 /**
  * Ends the given deliveries `superseded` if they are still waiting (an

@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { Queryable } from '../../src/db/db.ts';
+import { newId } from '../../src/db/ids.ts';
+import { CLAIM_PLAN_SETTINGS, claimDeliveries, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
+import {
+  CLAIM_DUE,
+  CLAIM_DUE_OF_AGENTS,
+  CLAIM_DUE_OF_AGENTS_PACING_BATCHES,
+  CLAIM_DUE_PACING_BATCHES,
+  type ClaimRow,
+} from '../../src/delivery/claim-statement.ts';
+import { insertEndpoint, insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
+import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { createOrganization } from '../../src/orgs/organizations.ts';
+
+// The four claim statements (src/delivery/claim-statement.ts) are written
+// out whole; these checks run on each, so that they cannot drift apart,
+// and each checks the property its comment claims.
+
+let t: TestDb;
+let ep: EndpointFixture;
+before(async () => {
+  t = await openTestDb();
+});
+after(() => t.close());
+beforeEach(async () => {
+  await t.reset();
+  const org = await createOrganization(t.db, { name: 'Acme', plan: 'business', region: 'us' });
+  ep = await insertEndpoint(t.db, org.id);
+});
+
+const ROLLBACK = new Error('rollback');
+/** Runs fn in a transaction with the claim's plan settings, then undoes everything it did. */
+async function rolledBack<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  let out: T | undefined;
+  await t.db
+    .transaction(async (tx) => {
+      await tx.exec(CLAIM_PLAN_SETTINGS);
+      out = await fn(tx);
+      throw ROLLBACK;
+    })
+    .catch((err) => {
+      if (err !== ROLLBACK) throw err;
+    });
+  return out as T;
+}
+
+async function insertAgent(): Promise<string> {
+  const id = newId();
+  await t.db.query(`insert into agents (id, organization_id, name, environment, token_hash) values ($1::uuid, $2::uuid, 'laptop', 'production', $3::bytea)`, [
+    id,
+    ep.organization_id,
+    Buffer.from(id),
+  ]);
+  return id;
+}
+
+interface Queued {
+  agentId?: string | null;
+  /** how long ago it came due (negative: not due yet) */
+  dueMsAgo: number;
+  destinationId?: string | null;
+  batchId?: string | null;
+}
+
+/** Waiting deliveries, inserted as rows; returns their ids in the order given. */
+async function queue(rows: Queued[]): Promise<string[]> {
+  const ids = rows.map(() => newId());
+  await t.db.query(
+    `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type,
+                             url, agent_id, next_attempt_at, replay_batch_id)
+     select r.id, $2::uuid, gen_random_uuid(), now(), $3::uuid, r.fd, case when r.agent is null then 'https' else 'agent' end,
+            case when r.agent is null then 'https://example.com/hook' end, r.agent, now() - r.ago * interval '1 millisecond', r.batch
+       from unnest($1::uuid[], $4::uuid[], $5::int[], $6::uuid[], $7::uuid[]) as r(id, agent, ago, fd, batch)`,
+    [ids, ep.organization_id, ep.id, rows.map((r) => r.agentId ?? null), rows.map((r) => r.dueMsAgo), rows.map((r) => r.destinationId ?? null), rows.map((r) => r.batchId ?? null)],
+  );
+  return ids;
+}
+
+async function insertPacedBatch(requestsPerMinute: number): Promise<string> {
+  const incident = newId();
+  const batch = newId();
+  await t.db.query(
+    `insert into incidents (id, organization_id, scope_key, first_failure_at, last_failure_at) values ($1::uuid, $2::uuid, 'fd:x', now(), now())`,
+    [incident, ep.organization_id],
+  );
+  await t.db.query(
+    `insert into replay_batches (id, organization_id, incident_id, requests_per_minute, queued_count) values ($1::uuid, $2::uuid, $3::uuid, $4, 0)`,
+    [batch, ep.organization_id, incident, requestsPerMinute],
+  );
+  await t.db.query(`insert into replay_batch_pacing (replay_batch_id, requests_per_minute, next_slot_at) values ($1::uuid, $2, now())`, [batch, requestsPerMinute]);
+  return batch;
+}
+
+interface Variant {
+  name: string;
+  sql: string;
+  batches: boolean;
+  agents: boolean;
+}
+const VARIANTS: Variant[] = [
+  { name: 'CLAIM_DUE', sql: CLAIM_DUE, batches: false, agents: false },
+  { name: 'CLAIM_DUE_PACING_BATCHES', sql: CLAIM_DUE_PACING_BATCHES, batches: true, agents: false },
+  { name: 'CLAIM_DUE_OF_AGENTS', sql: CLAIM_DUE_OF_AGENTS, batches: false, agents: true },
+  { name: 'CLAIM_DUE_OF_AGENTS_PACING_BATCHES', sql: CLAIM_DUE_OF_AGENTS_PACING_BATCHES, batches: true, agents: true },
+];
+
+/** Runs one claim statement (committed) as claimDeliveries does. */
+async function claimWith(v: Variant, who: string | string[], limit: number): Promise<ClaimRow[]> {
+  return t.db.transaction(async (tx) => {
+    await tx.exec(CLAIM_PLAN_SETTINGS);
+    const { rows } = await tx.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node']);
+    return rows;
+  });
+}
+
+async function pendingState(): Promise<string> {
+  const { rows } = await t.db.query(`select id, status, next_attempt_at, paced_slot, lease_id from deliveries order by id`);
+  const pacing = await t.db.query(`select * from destination_pacing order by destination_id`);
+  const batches = await t.db.query(`select * from replay_batch_pacing order by replay_batch_id`);
+  return JSON.stringify([rows, pacing.rows, batches.rows]);
+}
+
+for (const v of VARIANTS) {
+  describe(v.name, () => {
+    /** Its kind's deliveries: https ones, or those of one connected agent (another agent's are offline). */
+    async function kinds() {
+      const connected = await insertAgent();
+      const offline = await insertAgent();
+      const mine = (q: Omit<Queued, 'agentId'>): Queued => ({ ...q, agentId: v.agents ? connected : null });
+      return { connected, offline, who: v.agents ? [connected] : 'https', mine };
+    }
+
+    it('leases the oldest due deliveries of its kind, up to the limit, and nothing else', async () => {
+      const k = await kinds();
+      const ids = await queue([
+        k.mine({ dueMsAgo: 1_000 }),
+        k.mine({ dueMsAgo: 5_000 }),
+        k.mine({ dueMsAgo: 3_000 }),
+        k.mine({ dueMsAgo: 2_000 }),
+        k.mine({ dueMsAgo: -60_000 }), // not due yet
+        // older, but not its kind: another type, or an agent that is not connected here
+        { agentId: v.agents ? null : k.connected, dueMsAgo: 9_000 },
+        { agentId: k.offline, dueMsAgo: 9_000 },
+      ]);
+      const rows = await claimWith(v, k.who, 3);
+      assert.deepEqual(rows.map((r) => r.id).sort(), [ids[1], ids[2], ids[3]].sort());
+      for (const r of rows) {
+        assert.equal(r.status, 'in_flight');
+        assert.ok(r.lease_id);
+      }
+      assert.equal(typeof rows[0].paced_batches === 'boolean', v.batches, 'only the statement with batch pacing says whether batches are paced');
+      const again = await claimWith(v, k.who, 10);
+      assert.deepEqual(again.map((r) => r.id), [ids[0]], 'a leased delivery is not claimed again');
+    });
+
+    it('gives the deliveries of a rate-limited destination slots 60 s / rate apart', async () => {
+      const k = await kinds();
+      const fd = await insertForwardDestination(t.db, ep, v.agents ? { agentId: k.connected, rateLimitPerMinute: 60 } : { rateLimitPerMinute: 60 });
+      await queue([k.mine({ dueMsAgo: 3, destinationId: fd.id }), k.mine({ dueMsAgo: 2, destinationId: fd.id }), k.mine({ dueMsAgo: 1, destinationId: fd.id })]);
+      const rows = await claimWith(v, k.who, 10);
+      const slots = rows.map((r) => new Date(r.paced_slot!).getTime()).sort((a, b) => a - b);
+      assert.deepEqual([slots[1] - slots[0], slots[2] - slots[1]], [1000, 1000]);
+      // within the horizon: leased now, to wait in memory; beyond it: written back as pending until the slot
+      assert.deepEqual(rows.map((r) => r.status).sort(), ['in_flight', 'in_flight', 'pending']);
+    });
+
+    if (!v.batches) {
+      it('claims nothing and changes nothing while a replay batch is paced (the caller runs the statement with batch pacing)', async () => {
+        const k = await kinds();
+        await insertPacedBatch(60);
+        await queue([k.mine({ dueMsAgo: 1_000 }), k.mine({ dueMsAgo: 2_000 })]);
+        const before = await pendingState();
+        assert.deepEqual(await claimWith(v, k.who, 10), []);
+        assert.equal(await pendingState(), before);
+        const viaClaim = await claimDeliveries(t.db, { destinationType: v.agents ? 'agent' : 'https', agentIds: v.agents ? [k.connected] : null, limit: 10, leaseMs: 60_000, node: 'n', pacedBatches: false });
+        assert.equal(viaClaim.claimed.length, 2, 'claimDeliveries does not trust the hint: it claims with batch pacing');
+        assert.equal(viaClaim.pacedBatches, true);
+      });
+    } else {
+      it('paces a replay batch\'s deliveries at the batch\'s rate, instead of their destination\'s', async () => {
+        const k = await kinds();
+        const fd = await insertForwardDestination(t.db, ep, v.agents ? { agentId: k.connected, rateLimitPerMinute: 6000 } : { rateLimitPerMinute: 6000 });
+        const batch = await insertPacedBatch(30);
+        await queue([1, 2, 3].map((n) => k.mine({ dueMsAgo: n, destinationId: fd.id, batchId: batch })));
+        const rows = await claimWith(v, k.who, 10);
+        const slots = rows.map((r) => new Date(r.paced_slot!).getTime()).sort((a, b) => a - b);
+        assert.deepEqual([slots[1] - slots[0], slots[2] - slots[1]], [2000, 2000]);
+        const { rows: pacing } = await t.db.query<{ n: number }>(`select count(*)::int as n from destination_pacing`);
+        assert.equal(pacing[0].n, 0, 'the destination\'s own pacing is left alone');
+        assert.equal(rows[0].paced_batches, true);
+      });
+    }
+  });
+}
+
+describe('CLAIM_DUE_OF_AGENTS takes what CLAIM_DUE would, filtered to the connected agents', () => {
+  it('the `limit` oldest due of those agents, whatever the limit and however their queues interleave', async () => {
+    const agents = [await insertAgent(), await insertAgent(), await insertAgent(), await insertAgent()];
+    let seed = 7;
+    const rand = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    await queue(Array.from({ length: 60 }, () => ({ agentId: agents[Math.floor(rand() * 4)], dueMsAgo: Math.floor(rand() * 100_000) - 10_000 })));
+    const connected = agents.slice(0, 3);
+    for (const limit of [1, 5, 12, 40, 100]) {
+      const [expected, got] = await rolledBack(async (tx) => {
+        const { rows: e } = await tx.query<{ id: string }>(
+          `select id from deliveries where status = 'pending' and destination_type = 'agent' and agent_id = any($1::uuid[]) and next_attempt_at <= now()
+            order by next_attempt_at limit $2`,
+          [connected, limit],
+        );
+        const { rows: g } = await tx.query<ClaimRow>(CLAIM_DUE_OF_AGENTS, [connected, limit, PACING_HORIZON_MS, 60_000, 'n']);
+        return [e.map((r) => r.id).sort(), g.map((r) => r.id).sort()];
+      });
+      assert.deepEqual(got, expected, `limit ${limit}`);
+    }
+  });
+
+  it('a connected agent listed twice is claimed for once', async () => {
+    const a = await insertAgent();
+    await queue([{ agentId: a, dueMsAgo: 10 }, { agentId: a, dueMsAgo: 20 }]);
+    const rows = await claimWith(VARIANTS[2], [a, a], 10);
+    assert.equal(rows.length, 2);
+  });
+});
+
+describe('the agent claim reads only the connected agents\' queues', () => {
+  // 200 offline agents with 50 due deliveries each, all older than the
+  // connected agents' own: on deliveries_due the claim stepped over all
+  // 10,000 before reaching one it could take.
+  const OFFLINE = 200;
+  const EACH = 50;
+
+  async function backlog() {
+    const connected = [await insertAgent(), await insertAgent()];
+    await t.db.query(
+      `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id, destination_type, agent_id, next_attempt_at)
+       select gen_random_uuid(), $1::uuid, gen_random_uuid(), now(), $2::uuid, 'agent',
+              ('00000000-0000-4000-8000-' || lpad(to_hex(g / $3::int), 12, '0'))::uuid, now() - interval '1 day' + g * interval '1 millisecond'
+         from generate_series(0, $3::int * $4::int - 1) g`,
+      [ep.organization_id, ep.id, EACH, OFFLINE],
+    );
+    await queue(connected.flatMap((agentId) => [1, 2, 3].map((n) => ({ agentId, dueMsAgo: n * 1000 }))));
+    return connected;
+  }
+
+  async function planOf(sql: string, params: unknown[]): Promise<string> {
+    return rolledBack(async (tx) => {
+      const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off, timing off) ${sql}`, params);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+  }
+
+  function assertAgentWalk(plan: string) {
+    assert.match(plan, /Index (Only )?Scan using deliveries_agent_queue on deliveries/, plan);
+    assert.doesNotMatch(plan, /deliveries_due\b|Seq Scan on deliveries|Bitmap/, plan);
+    // nothing read and thrown away: no offline agent's row reaches a filter
+    assert.doesNotMatch(plan, /Rows Removed by (Join )?Filter: \d{3,}/, plan);
+  }
+
+  it('claim and wake-up time walk deliveries_agent_queue per connected agent, before and after the table is analyzed', async () => {
+    const connected = await backlog();
+    for (const analyzed of [false, true]) {
+      if (analyzed) await t.db.exec('analyze deliveries');
+      const claim = await planOf(CLAIM_DUE_OF_AGENTS, [connected, 32, PACING_HORIZON_MS, 60_000, 'n']);
+      assertAgentWalk(claim);
+      // each head is fetched and locked by its id, not matched against a walk of a whole index
+      assert.match(claim, /CTE Scan on heads h[^\n]*\n(\s+(Storage|Buffers):[^\n]*\n)*\s*-> {2}Index Scan using deliveries_pkey on deliveries d \(/, claim);
+      assert.doesNotMatch(claim, /Scan using (?!deliveries_pkey )\w+ on deliveries d \(/, claim);
+      // the index scans read the 6 connected rows, and the claim leases them
+      assert.match(claim, /Update on deliveries/, claim);
+      assertAgentWalk(await planOf(CLAIM_DUE_OF_AGENTS_PACING_BATCHES, [connected, 32, PACING_HORIZON_MS, 60_000, 'n']));
+      assertAgentWalk(await planOf(NEXT_DUE_OF_AGENTS, [connected]));
+    }
+    const { claimed } = await claimDeliveries(t.db, { destinationType: 'agent', agentIds: connected, limit: 32, leaseMs: 60_000, node: 'n' });
+    assert.equal(claimed.length, 6);
+    assert.equal(await nextDueAt(t.db, 'agent', connected), null, 'nothing of theirs waits');
+  });
+});
