@@ -119,7 +119,7 @@ await correlateAll(db);
 const { rows: target } = await db.query<{ id: string }>(`select incident_id as id from incident_failures where endpoint_id = $1::uuid limit 1`, [ep.id]);
 failing = false;
 const seen = rx.received.length;
-const r = await queueIncidentReplay(db, { organizationId: org.id, incidentId: target[0].id, requestsPerMinute: REPLAY_RATE, memberId: SYSTEM_ACTOR_ID });
+const r = await queueIncidentReplay(db, { organizationId: org.id, incidentId: target[0].id, requestsPerMinute: REPLAY_RATE, memberId: SYSTEM_ACTOR_ID, plan: { name: 'business', incidentReplay: true } });
 if (!r.ok) throw new Error(`replay refused: ${r.reason}`);
 await rx.waitFor(seen + n, (REPLAY_SECONDS + 60) * 1000);
 const at = rx.received.slice(seen).map((x) => x.at).sort((a, b) => a - b);

@@ -1,7 +1,9 @@
 import { getAgent } from '../agents/agents.ts';
 import type { Db } from '../db/db.ts';
+import { transformationProblem } from '../transformations/check.ts';
 import { attachForwardDestination, type ForwardDestination } from './forward-destinations.ts';
 import {
+  agentAssignProblem,
   environmentOverrideProblem,
   httpsUrlProblem,
   nameProblem,
@@ -42,7 +44,7 @@ export type AttachmentError = { code: 'not_found' | 'plan_limit'; message: strin
 export type CreateDestinationResult =
   | { ok: true; kind: 'https'; destination: SavedDestination; forwardDestinationId?: string; attachmentError?: AttachmentError }
   | { ok: true; kind: 'agent'; destination: ForwardDestination }
-  | { ok: false; reason: 'missing_field' | 'invalid' | 'endpoint_not_found' | 'plan_limit'; message: string };
+  | { ok: false; reason: 'missing_field' | 'invalid' | 'forbidden' | 'endpoint_not_found' | 'plan_limit'; message: string };
 
 const AGENT_REQUIRED = ['endpoint_id', 'agent_id', 'target_port', 'target_path'] as const;
 const AGENT_ONLY = ['agent_id', 'target_port', 'target_path', 'environment_override'] as const;
@@ -51,7 +53,14 @@ const SAVED_ONLY = ['url', 'visibility', 'is_reusable'] as const;
 const invalid = (message: string) => ({ ok: false, reason: 'invalid', message }) as const;
 
 /** POST /v1/destinations: a saved https destination (optionally attached to an endpoint) or an agent destination. */
-export function createDestination(db: Db, ctx: CreateContext, input: CreateDestinationInput): Promise<CreateDestinationResult> {
+export async function createDestination(db: Db, ctx: CreateContext, input: CreateDestinationInput): Promise<CreateDestinationResult> {
+  if (input.destination_type === 'agent') {
+    const forbidden = agentAssignProblem(ctx.viewer.role);
+    if (forbidden) return { ok: false, reason: 'forbidden', message: forbidden };
+  }
+  // a transformation that does not compile is refused before anything is read or written
+  const code = await transformationProblem(input.transformation);
+  if (code) return invalid(code);
   return input.destination_type === 'agent' ? createAgentDestination(db, ctx, input) : createHttpsDestination(db, ctx, input);
 }
 
@@ -159,6 +168,7 @@ export type AttachSavedResult =
  */
 export async function attachSavedDestination(db: Db, ctx: CreateContext, endpointId: string, input: AttachSavedInput): Promise<AttachSavedResult> {
   const problem =
+    (await transformationProblem(input.transformation)) ??
     (input.name !== undefined ? nameProblem(input.name) : undefined) ??
     settingsProblem(input, 'https') ??
     rateLimitProblem(input.rate_limit_enabled ?? false, input.rate_limit_per_minute ?? null);

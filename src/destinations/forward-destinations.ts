@@ -1,7 +1,9 @@
 import type { Queryable } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { findEndpoint } from './endpoint-ref.ts';
-import { forwardPatchProblem, rateLimitProblem, type ForwardPatch, type ForwardSettings } from './rules.ts';
+import type { Role } from '../auth/permissions.ts';
+import { transformationProblem } from '../transformations/check.ts';
+import { agentAssignProblem, forwardPatchProblem, rateLimitProblem, type ForwardPatch, type ForwardSettings } from './rules.ts';
 
 /**
  * Forward destinations: what one endpoint forwards each captured request to,
@@ -156,8 +158,7 @@ export async function getForwardDestination(
 
 export type UpdateForwardResult =
   | { ok: true; destination: ForwardDestination }
-  | { ok: false; reason: 'not_found'; message: string }
-  | { ok: false; reason: 'invalid'; message: string };
+  | { ok: false; reason: 'not_found' | 'forbidden' | 'invalid'; message: string };
 
 const PATCH_COLUMNS = ['name', 'enabled', 'sort_order', 'environment_override', 'target_port', 'target_path', ...SETTING_COLUMNS] as const;
 
@@ -172,10 +173,14 @@ export async function updateForwardDestination(
   endpointId: string,
   id: string,
   patch: ForwardPatch,
+  role: Role,
 ): Promise<UpdateForwardResult> {
   const current = await getForwardDestination(tx, organizationId, endpointId, id, { lock: true });
   if (!current) return { ok: false, reason: 'not_found', message: `Forward destination ${id} not found on endpoint ${endpointId}.` };
+  const forbidden = current.destination_type === 'agent' ? agentAssignProblem(role) : undefined;
+  if (forbidden) return { ok: false, reason: 'forbidden', message: forbidden };
   const problem =
+    (await transformationProblem(patch.transformation)) ??
     forwardPatchProblem(current.destination_type, patch) ??
     rateLimitProblem(
       patch.rate_limit_enabled ?? current.rate_limit_enabled,
@@ -197,10 +202,22 @@ export async function updateForwardDestination(
 }
 
 /** Removes one forward destination of an endpoint; false when there was none. */
-export async function deleteForwardDestination(db: Queryable, organizationId: string, endpointId: string, id: string): Promise<boolean> {
+/** Removes a forward destination; an agent one only for a role that may assign agents. */
+export async function deleteForwardDestination(
+  db: Queryable,
+  organizationId: string,
+  endpointId: string,
+  id: string,
+  role: Role,
+): Promise<{ ok: true } | { ok: false; reason: 'not_found' | 'forbidden'; message: string }> {
+  const notFound = { ok: false, reason: 'not_found', message: `Forward destination ${id} not found on endpoint ${endpointId}.` } as const;
+  const current = await getForwardDestination(db, organizationId, endpointId, id);
+  if (!current) return notFound;
+  const forbidden = current.destination_type === 'agent' ? agentAssignProblem(role) : undefined;
+  if (forbidden) return { ok: false, reason: 'forbidden', message: forbidden };
   const { rowCount } = await db.query(
     'delete from forward_destinations where id = $1::uuid and endpoint_id = $2::uuid and organization_id = $3::uuid',
     [id, endpointId, organizationId],
   );
-  return rowCount > 0;
+  return rowCount > 0 ? { ok: true } : notFound;
 }

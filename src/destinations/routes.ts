@@ -1,14 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { roleHas } from '../auth/permissions.ts';
 import type { AppDeps } from '../http/deps.ts';
 import { ApiError, badRequest, conflict, forbidden, missingField, notFound, planLimit } from '../http/errors.ts';
 import { pageQuerySchema, toPage } from '../http/paging.ts';
 import { idParams, pathId } from '../http/schemas.ts';
 import { attachSavedDestination, createDestination, type AttachSavedInput, type CreateContext, type CreateDestinationInput } from './create-destination.ts';
-import { deleteForwardDestination, getForwardDestination, listForwardDestinations, updateForwardDestination } from './forward-destinations.ts';
+import { deleteForwardDestination, listForwardDestinations, updateForwardDestination } from './forward-destinations.ts';
 import { presentForward, presentSaved, presentSavedWithEndpoints } from './present.ts';
-import type { ForwardPatch } from './rules.ts';
-import { transformationProblem } from '../transformations/check.ts';
+import { agentAssignProblem, type ForwardPatch } from './rules.ts';
 import {
   deleteSavedDestination,
   getSavedDestination,
@@ -25,13 +23,6 @@ const WRITE = { scopes: ['destinations:write'], permission: 'endpoints.edit' } a
 
 const viewerOf = (request: FastifyRequest): Viewer => ({ memberId: request.auth.memberId, role: request.auth.role });
 
-/** The specification's agent rule: assigning an agent needs agents.assign_destination on top of endpoints.edit. */
-function requireAgentAssign(request: FastifyRequest): void {
-  const role = request.auth.role;
-  if (!roleHas(role, 'agents.assign_destination')) {
-    throw forbidden(`The key's creator (role ${role}) lacks the permission agents.assign_destination needed for agent destinations.`);
-  }
-}
 
 /** Maps a domain refusal to the error catalogue. */
 function refusal(reason: string, message: string): ApiError {
@@ -46,16 +37,13 @@ function refusal(reason: string, message: string): ApiError {
       return planLimit(message, 403);
     case 'already_attached':
       return conflict(message);
+    case 'forbidden':
+      return forbidden(message);
     default:
       return badRequest(message);
   }
 }
 
-/** A transformation that does not compile is refused before anything is read or written. */
-async function checkTransformation(t: { code: string } | null | undefined): Promise<void> {
-  const problem = await transformationProblem(t);
-  if (problem) throw badRequest(problem);
-}
 
 /** Saved and forward destinations: /v1/destinations and /v1/endpoints/:id/destinations. */
 export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps): void {
@@ -76,11 +64,11 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
       // so a viewer learns "forbidden" rather than which field was wrong.
       preValidation: async (request) => {
         const body = request.body as { destination_type?: unknown } | null | undefined;
-        if (body && typeof body === 'object' && body.destination_type === 'agent') requireAgentAssign(request);
+        const problem = body && typeof body === 'object' && body.destination_type === 'agent' ? agentAssignProblem(request.auth.role) : undefined;
+        if (problem) throw forbidden(problem);
       },
     },
     async (request, reply) => {
-      await checkTransformation(request.body.transformation);
       const result = await createDestination(db, context(request), request.body);
       if (!result.ok) throw refusal(result.reason, result.message);
       if (result.kind === 'agent') return reply.status(201).send({ data: presentForward(result.destination) });
@@ -136,7 +124,6 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
     { config: { auth: WRITE }, schema: { params: idParams, body: attachBodySchema, response: R.attached } },
     async (request, reply) => {
       const endpointId = pathId(request.params.id, 'Endpoint');
-      await checkTransformation(request.body.transformation);
       const result = await attachSavedDestination(db, context(request), endpointId, request.body);
       if (!result.ok) throw refusal(result.reason, result.message);
       return reply.status(201).send({ data: presentForward(result.destination) });
@@ -150,12 +137,7 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
       const endpointId = pathId(request.params.id, 'Endpoint');
       const id = pathId(request.params.destination_id, 'Forward destination');
       const orgId = request.auth.organizationId;
-      await checkTransformation(request.body.transformation);
-      const result = await db.transaction(async (tx) => {
-        const current = await getForwardDestination(tx, orgId, endpointId, id);
-        if (current?.destination_type === 'agent') requireAgentAssign(request);
-        return updateForwardDestination(tx, orgId, endpointId, id, request.body);
-      });
+      const result = await db.transaction((tx) => updateForwardDestination(tx, orgId, endpointId, id, request.body, request.auth.role));
       if (!result.ok) throw refusal(result.reason, result.message);
       return { data: presentForward(result.destination) };
     },
@@ -167,11 +149,8 @@ export function destinationRoutes(app: FastifyInstance, { db, config }: AppDeps)
     async (request, reply) => {
       const endpointId = pathId(request.params.id, 'Endpoint');
       const id = pathId(request.params.destination_id, 'Forward destination');
-      const orgId = request.auth.organizationId;
-      const current = await getForwardDestination(db, orgId, endpointId, id);
-      if (!current) throw notFound(`Forward destination ${id} not found on endpoint ${endpointId}.`);
-      if (current.destination_type === 'agent') requireAgentAssign(request);
-      await deleteForwardDestination(db, orgId, endpointId, id);
+      const result = await deleteForwardDestination(db, request.auth.organizationId, endpointId, id, request.auth.role);
+      if (!result.ok) throw refusal(result.reason, result.message);
       return reply.status(204).send();
     },
   );

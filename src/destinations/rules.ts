@@ -1,3 +1,4 @@
+import { roleHas, type Role } from '../auth/permissions.ts';
 import { httpsTargetUrlProblem } from '../delivery/target-url.ts';
 import { validateFilter } from '../routing/filter.ts';
 
@@ -27,6 +28,17 @@ const REFUSED_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
 
 // No spaces, control characters or fragment: the path goes on the request line as is.
 const TARGET_PATH_RE = /^\/[\x21-\x7e]*$/;
+
+/**
+ * The specification's agent rule: creating, changing or removing an agent
+ * destination needs agents.assign_destination on top of endpoints.edit.
+ * Every route that touches one asks here.
+ */
+export function agentAssignProblem(role: Role): string | undefined {
+  return roleHas(role, 'agents.assign_destination')
+    ? undefined
+    : `The key's creator (role ${role}) lacks the permission agents.assign_destination needed for agent destinations.`;
+}
 
 export function nameProblem(name: string): string | undefined {
   const trimmed = name.trim();

@@ -25,9 +25,13 @@ export { MAX_BATCH_MINUTES, MAX_RATE, MIN_RATE, PAUSE_AFTER_FAILURES, getReplayB
 
 export type ReplayQueued =
   | { ok: true; replayBatchId: string; queuedCount: number; requestsPerMinute: number }
-  | { ok: false; reason: 'not_found' }
-  | { ok: false; reason: 'nothing_to_replay' }
-  | { ok: false; reason: 'too_long'; count: number; minutes: number };
+  | { ok: false; reason: 'plan_limit' | 'not_found' | 'nothing_to_replay' | 'too_long'; message: string };
+
+/** The organization's plan as a replay needs it: its name (for the message) and whether it allows incident replay. */
+export interface ReplayPlan {
+  name: string;
+  incidentReplay: boolean;
+}
 
 interface Unreplayed {
   id: string;
@@ -73,12 +77,15 @@ async function targetsOf(tx: Queryable, organizationId: string, failures: Unrepl
  */
 export async function queueIncidentReplay(
   db: Db,
-  input: { organizationId: string; incidentId: string; requestsPerMinute: number; memberId: string },
+  input: { organizationId: string; incidentId: string; requestsPerMinute: number; memberId: string; plan: ReplayPlan },
 ): Promise<ReplayQueued> {
-  return db.transaction(async (tx) => {
+  if (!input.plan.incidentReplay) {
+    return { ok: false, reason: 'plan_limit', message: `Incident replay needs the Starter plan or above; this organization is on ${input.plan.name}.` };
+  }
+  return db.transaction(async (tx): Promise<ReplayQueued> => {
     // the incident's row lock serialises two replays of one incident: a failure is queued once
     const incident = await findIncident(tx, input.organizationId, input.incidentId, { lock: true });
-    if (!incident) return { ok: false, reason: 'not_found' } as const;
+    if (!incident) return { ok: false, reason: 'not_found', message: `Incident ${input.incidentId} not found.` };
     const { rows: failures } = await tx.query<Unreplayed>(
       `select id, delivery_id, request_id, request_received_at, endpoint_id, forward_destination_id, destination_type, agent_id, destination_url
          from incident_failures
@@ -88,9 +95,15 @@ export async function queueIncidentReplay(
     );
     const targets = await targetsOf(tx, input.organizationId, failures);
     const queued = failures.filter((f) => targets.has(f.id));
-    if (queued.length === 0) return { ok: false, reason: 'nothing_to_replay' } as const;
-    const minutes = queued.length / input.requestsPerMinute;
-    if (minutes > MAX_BATCH_MINUTES) return { ok: false, reason: 'too_long', count: queued.length, minutes } as const;
+    if (queued.length === 0) return { ok: false, reason: 'nothing_to_replay', message: 'This incident has no unreplayed failures left to replay.' };
+    const rate = input.requestsPerMinute;
+    const minutes = queued.length / rate;
+    if (minutes > MAX_BATCH_MINUTES) {
+      const message =
+        `Replaying ${queued.length} failures at ${rate}/min would take ${formatDuration(minutes)}, longer than the ${MAX_BATCH_MINUTES / 60} hour limit: ` +
+        `choose at least ${Math.ceil(queued.length / MAX_BATCH_MINUTES)} requests per minute, or replay a subset.`;
+      return { ok: false, reason: 'too_long', message };
+    }
 
     const batchId = newId();
     const deliveries: NewDelivery[] = queued.map((f) => ({

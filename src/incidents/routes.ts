@@ -7,9 +7,7 @@ import { addNote, getIncidentDetail, LIST_FILTERS, listIncidents, NOTE_MAX, type
 import { setIncidentStatus } from './lifecycle.ts';
 import {
   cancelReplayBatch,
-  formatDuration,
   getReplayBatch,
-  MAX_BATCH_MINUTES,
   MAX_RATE,
   MIN_RATE,
   pauseReplayBatch,
@@ -118,18 +116,15 @@ export function incidentRoutes(app: FastifyInstance, { db, config }: AppDeps): v
     { config: { auth: REPLAY }, schema: { params: idParams, body: replayBody, response: R.replayed } },
     async (request) => {
       const id = pathId(request.params.id, 'Incident');
-      const plan = request.auth.plan;
-      if (!config.plans[plan].incident_replay) throw planLimit(`Incident replay needs the Starter plan or above; this organization is on ${plan}.`, 403);
-      const rate = request.body.requests_per_minute;
-      const r = await queueIncidentReplay(db, { organizationId: request.auth.organizationId, incidentId: id, requestsPerMinute: rate, memberId: request.auth.memberId });
-      if (!r.ok) {
-        if (r.reason === 'not_found') throw notFound(`Incident ${id} not found.`);
-        if (r.reason === 'nothing_to_replay') throw badRequest('This incident has no unreplayed failures left to replay.');
-        throw badRequest(
-          `Replaying ${r.count} failures at ${rate}/min would take ${formatDuration(r.minutes)}, longer than the ${MAX_BATCH_MINUTES / 60} hour limit: ` +
-            `choose at least ${Math.ceil(r.count / MAX_BATCH_MINUTES)} requests per minute, or replay a subset.`,
-        );
-      }
+      const plan = { name: request.auth.plan, incidentReplay: config.plans[request.auth.plan].incident_replay };
+      const r = await queueIncidentReplay(db, {
+        organizationId: request.auth.organizationId,
+        incidentId: id,
+        requestsPerMinute: request.body.requests_per_minute,
+        memberId: request.auth.memberId,
+        plan,
+      });
+      if (!r.ok) throw r.reason === 'plan_limit' ? planLimit(r.message, 403) : r.reason === 'not_found' ? notFound(r.message) : badRequest(r.message);
       return { data: { replay_batch_id: r.replayBatchId, queued_count: r.queuedCount, requests_per_minute: r.requestsPerMinute } };
     },
   );

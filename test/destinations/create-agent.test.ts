@@ -204,6 +204,29 @@ describe('POST /v1/destinations (agent flow)', () => {
       assert.equal(await forwardCount(t.db, ep.id), 1);
     });
 
+    it('the same rule holds on the sibling routes: changing or removing an agent destination needs agents.assign_destination too', async () => {
+      const created = await post(valid());
+      assert.equal(created.status, 201);
+      const url = `/v1/endpoints/${ep.id}/destinations/${created.json.data.id}`;
+      const table = PERMISSIONS as unknown as Record<string, readonly string[]>;
+      const original = table['agents.assign_destination'];
+      table['agents.assign_destination'] = ['super_admin', 'admin'];
+      try {
+        for (const [method, body] of [['PATCH', { name: 'renamed' }], ['DELETE', undefined]] as const) {
+          const r = await call(t.app, method, url, { key: s.key, body });
+          assert.equal(r.status, 403, method);
+          assert.equal(r.json.error.code, 'forbidden');
+          assert.match(r.json.error.message, /agents\.assign_destination/);
+        }
+      } finally {
+        table['agents.assign_destination'] = original;
+      }
+      const [row] = (await t.db.query<{ name: string }>('select name from forward_destinations where id = $1', [created.json.data.id])).rows;
+      assert.equal(row.name, created.json.data.name, 'neither the refused PATCH nor the refused DELETE changed it');
+      assert.equal((await call(t.app, 'PATCH', url, { key: s.key, body: { name: 'renamed' } })).status, 200);
+      assert.equal((await call(t.app, 'DELETE', url, { key: s.key })).status, 204);
+    });
+
     it('a custom key without destinations:write is 403 forbidden', async () => {
       const k = await addMemberWithKey(t.db, s.org.id, 'developer', ['destinations:read', 'endpoints:write']);
       const r = await post(valid(), k.key);

@@ -220,7 +220,7 @@ describe('incident correlation', () => {
     const [failure] = await failureRows(t.db);
     assert.ok(failure.recovered_at, 'marked recovered');
     const [incident] = await incidents(t.db);
-    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId: incident.id, requestsPerMinute: 60, memberId: SYSTEM_ACTOR_ID });
+    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId: incident.id, requestsPerMinute: 60, memberId: SYSTEM_ACTOR_ID, plan: { name: 'business', incidentReplay: true } });
     assert.deepEqual(r, { ok: false, reason: 'nothing_to_replay' });
   });
 

@@ -43,7 +43,7 @@ describe('replay batch pacing and the cheaper claim', () => {
   async function queueBatch(n: number, perMinute: number): Promise<string> {
     const ep = await orgWithEndpoint(t.db);
     const { incidentId } = await seedIncident(t.db, ep.organization_id, { n });
-    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId, requestsPerMinute: perMinute, memberId: newId() });
+    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId, requestsPerMinute: perMinute, memberId: newId(), plan: { name: 'business', incidentReplay: true } });
     assert.ok(r.ok);
     return r.replayBatchId;
   }

@@ -30,7 +30,7 @@ describe('replay batch progress: counted from what changed, exact', () => {
   async function queueBatch(n: number): Promise<{ batchId: string; organizationId: string; incidentId: string }> {
     const ep = await orgWithEndpoint(t.db);
     const { incidentId } = await seedIncident(t.db, ep.organization_id, { n });
-    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId, requestsPerMinute: 6000, memberId });
+    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId, requestsPerMinute: 6000, memberId, plan: { name: 'business', incidentReplay: true } });
     assert.ok(r.ok);
     return { batchId: r.replayBatchId, organizationId: ep.organization_id, incidentId };
   }

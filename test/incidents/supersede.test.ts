@@ -81,7 +81,7 @@ describe('replays supersede waiting retries', () => {
     const before = (await getIncidentDetail(t.db, ep.organization_id, incident.id))!;
     assert.equal(before.failures[0].status, 'retrying');
     assert.equal(before.unreplayed_count, 1, 'a retrying failure can be replayed');
-    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId: incident.id, requestsPerMinute: 6000, memberId: SYSTEM_ACTOR_ID });
+    const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId: incident.id, requestsPerMinute: 6000, memberId: SYSTEM_ACTOR_ID, plan: { name: 'business', incidentReplay: true } });
     assert.ok(r.ok);
     const [old] = await deliveries(t.db, 'id = $1::uuid', [original.id]);
     assert.equal(old.status, 'superseded', 'ended when the replay was queued');
