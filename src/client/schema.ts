@@ -6436,7 +6436,8 @@ export interface operations {
                      *                 "response_body": "Service Unavailable",
                      *                 "response_body_encoding": "utf8",
                      *                 "response_body_truncated": false,
-                     *                 "transformation_hash": null
+                     *                 "transformation_hash": null,
+                     *                 "scheduled_at": null
                      *               },
                      *               {
                      *                 "id": "0193a8c2-0000-7000-8000-000000000022",
@@ -6456,7 +6457,8 @@ export interface operations {
                      *                 "response_body": "{\"received\":true}",
                      *                 "response_body_encoding": "utf8",
                      *                 "response_body_truncated": false,
-                     *                 "transformation_hash": null
+                     *                 "transformation_hash": null,
+                     *                 "scheduled_at": null
                      *               }
                      *             ]
                      *           }
@@ -6530,6 +6532,11 @@ export interface operations {
                                     response_body_truncated: boolean;
                                     /** @description sha256 of the destination's transformation code this attempt ran (docs/transformations.md); null: none ran. */
                                     transformation_hash: string | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description The dispatch slot this attempt waited for under the destination's rate limit or a paced replay (docs/forwarding.md); null: it was not paced.
+                                     */
+                                    scheduled_at: string | null;
                                 }[];
                             }[];
                             meta: {
@@ -6979,6 +6986,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "delivery_id": "0193b3a0-7c1e-7d2f-9a4b-5c6d7e8f9a0b",
+                     *         "attempt_number": 1,
+                     *         "transformation_hash": "3f0a7c1e5b9d2a4c6e8f0b1d3a5c7e9f1b3d5a7c9e0f2b4d6a8c0e2f4b6d8a0c",
+                     *         "method": "POST",
+                     *         "url": "https://hooks.slack.com/services/T000/B000/XXXX",
+                     *         "path": "/services/T000/B000/XXXX",
+                     *         "query": "",
+                     *         "headers": [
+                     *           [
+                     *             "content-type",
+                     *             "application/json"
+                     *           ],
+                     *           [
+                     *             "webhook-id",
+                     *             "msg_0193b39f-1a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *           ]
+                     *         ],
+                     *         "body": "{\"text\":\"invoice.paid: 42.00 USD\"}",
+                     *         "body_encoding": "utf8"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** Format: uuid */

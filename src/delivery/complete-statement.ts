@@ -28,13 +28,15 @@ export const COMPLETE_ATTEMPTS = `with input as (
      attempt as (
        insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, node, started_at, duration_ms, url,
                                       status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
-                                      transformation_hash, sent_request)
-       select attempt_id, delivery_id, organization_id, attempt_number, $18, started_at, duration_ms, url,
-              status_code, response_headers::jsonb, decode(response_body_hex, 'hex'), truncated, error_class, error_message,
-              transformation_hash, sent_request::jsonb
-         from input
-        -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
-        where exists (select 1 from deliveries d where d.id = input.delivery_id)
+                                      transformation_hash, sent_request, scheduled_at)
+       select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
+              i.status_code, i.response_headers::jsonb, decode(i.response_body_hex, 'hex'), i.truncated, i.error_class, i.error_message,
+              i.transformation_hash, i.sent_request::jsonb,
+              -- the slot it waited for, as the claim gave it (this statement's snapshot: before the move clears it)
+              d.paced_slot
+         from input i
+         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
+         join deliveries d on d.id = i.delivery_id
      )
      update deliveries d
         set status = case when i.status = 'pending' then delivery_retry_status(d.next_attempt_at) else i.status end,
@@ -68,13 +70,15 @@ export const COMPLETE_ATTEMPTS_RECORDING_INCIDENTS = `with input as (
      attempt as (
        insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, node, started_at, duration_ms, url,
                                       status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
-                                      transformation_hash, sent_request)
-       select attempt_id, delivery_id, organization_id, attempt_number, $18, started_at, duration_ms, url,
-              status_code, response_headers::jsonb, decode(response_body_hex, 'hex'), truncated, error_class, error_message,
-              transformation_hash, sent_request::jsonb
-         from input
-        -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
-        where exists (select 1 from deliveries d where d.id = input.delivery_id)
+                                      transformation_hash, sent_request, scheduled_at)
+       select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
+              i.status_code, i.response_headers::jsonb, decode(i.response_body_hex, 'hex'), i.truncated, i.error_class, i.error_message,
+              i.transformation_hash, i.sent_request::jsonb,
+              -- the slot it waited for, as the claim gave it (this statement's snapshot: before the move clears it)
+              d.paced_slot
+         from input i
+         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history
+         join deliveries d on d.id = i.delivery_id
      ),
      moved as (
      update deliveries d

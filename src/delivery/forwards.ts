@@ -17,6 +17,8 @@ export interface ForwardAttempt {
   response_body_truncated: boolean;
   /** sha256 of the transformation code the attempt ran (src/transformations); null without one. */
   transformation_hash: string | null;
+  /** The rate-limit (or paced replay) slot the attempt waited for; null when it was not paced. */
+  scheduled_at: string | null;
 }
 
 /** One delivery of a captured request (the original fan-out or a replay) with every attempt, oldest first. */
@@ -81,7 +83,7 @@ export async function listForwards(
   );
   const { rows: attempts } = await db.query<any>(
     `select id, delivery_id, attempt_number, started_at, duration_ms, url, status_code, error_class, error_message,
-            response_headers, response_body, response_body_truncated, transformation_hash
+            response_headers, response_body, response_body_truncated, transformation_hash, scheduled_at
        from delivery_attempts where delivery_id = any($1::uuid[]) order by delivery_id, attempt_number, started_at`,
     [rows.map((r) => r.id)],
   );
@@ -103,6 +105,7 @@ export async function listForwards(
       response_body_encoding: encoding,
       response_body_truncated: a.response_body_truncated,
       transformation_hash: a.transformation_hash ?? null,
+      scheduled_at: iso(a.scheduled_at),
     });
     byDelivery.set(a.delivery_id, list);
   }

@@ -14,6 +14,10 @@ const attemptSchema = object({
   response_body_encoding: oneOfStrings(['utf8', 'base64'], true),
   response_body_truncated: bool,
   transformation_hash: { type: ['string', 'null'], description: "sha256 of the destination's transformation code this attempt ran (docs/transformations.md); null: none ran." },
+  scheduled_at: {
+    ...nullableTime,
+    description: "The dispatch slot this attempt waited for under the destination's rate limit or a paced replay (docs/forwarding.md); null: it was not paced.",
+  },
 });
 
 /** One delivery of a captured request (the fan-out or a replay) with every attempt (src/delivery/forwards.ts). */

@@ -144,6 +144,7 @@ export const LIST_REQUEST_FORWARDS = page([
         response_body_encoding: 'utf8',
         response_body_truncated: false,
         transformation_hash: null,
+        scheduled_at: null,
       },
       {
         id: '0193a8c2-0000-7000-8000-000000000022',
@@ -159,6 +160,7 @@ export const LIST_REQUEST_FORWARDS = page([
         response_body_encoding: 'utf8',
         response_body_truncated: false,
         transformation_hash: null,
+        scheduled_at: null,
       },
     ],
   },

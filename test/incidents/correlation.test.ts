@@ -221,7 +221,7 @@ describe('incident correlation', () => {
     assert.ok(failure.recovered_at, 'marked recovered');
     const [incident] = await incidents(t.db);
     const r = await queueIncidentReplay(t.db, { organizationId: ep.organization_id, incidentId: incident.id, requestsPerMinute: 60, memberId: SYSTEM_ACTOR_ID, plan: { name: 'business', incidentReplay: true } });
-    assert.deepEqual(r, { ok: false, reason: 'nothing_to_replay' });
+    assert.deepEqual(r, { ok: false, reason: 'nothing_to_replay', message: 'This incident has no unreplayed failures left to replay.' });
   });
 
   it('updates the likely cause as the evidence changes, with a system update', async () => {
