@@ -27,6 +27,13 @@ import { codeHash } from './hash.ts';
 
 /** CPU time a run may take (docs/transformations.md). */
 export const DEFAULT_CPU_MS = 50;
+/** A run is stopped after this many times its CPU limit in wall-clock time however little CPU it got (a busy machine). */
+const WALL_FACTOR = 20;
+/** This process's CPU time, user and system, in µs. */
+const cpuMicros = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
 /** The heap of one code version's runtime, code and state included. */
 export const DEFAULT_MEMORY_BYTES = 16 * 1024 * 1024;
 /** QuickJS's own stack limit: well inside the host's native stack, which WebAssembly frames share. */
@@ -99,7 +106,7 @@ const RUNNER = `(function (input) {
 interface Fresh {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
-  /** Starts the CPU limit's clock: the runtime's interrupt handler, set once when it was made, stops the code `ms` from now. */
+  /** Starts the CPU limit's clock: the runtime's interrupt handler, set once when it was made, stops the code after `ms` of CPU time. */
   arm(ms: number): void;
 }
 
@@ -199,11 +206,25 @@ export class Sandbox {
     const runtime = m.newRuntime();
     runtime.setMemoryLimit(limits.memoryBytes);
     runtime.setMaxStackSize(MAX_STACK_BYTES);
-    // one handler for the runtime's life, reading a deadline each run moves: no new closure a run
-    let deadline = 0;
-    runtime.setInterruptHandler(() => Date.now() > deadline);
+    // One handler for the runtime's life, reading deadlines each run moves
+    // (no new closure a run). The limit is CPU time: this process's, read
+    // when QuickJS asks (every few thousand operations), since a run is
+    // synchronous on this thread. A wall-clock limit would fail good code
+    // whenever the machine is busy and the process waits for a core; a
+    // wall-clock ceiling of WALL_FACTOR times the limit (at least 1 s)
+    // still stops a run whatever the CPU accounting says.
+    let cpuDeadline = 0;
+    let wallDeadline = 0;
+    runtime.setInterruptHandler(() => cpuMicros() > cpuDeadline || Date.now() > wallDeadline);
     const context = runtime.newContext();
-    return { runtime, context, arm: (ms) => (deadline = Date.now() + ms) };
+    return {
+      runtime,
+      context,
+      arm: (ms) => {
+        cpuDeadline = cpuMicros() + ms * 1000;
+        wallDeadline = Date.now() + Math.max(ms * WALL_FACTOR, 1000);
+      },
+    };
   }
 
   private dispose(c: Fresh & { run?: QuickJSHandle }): void {
