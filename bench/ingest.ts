@@ -36,7 +36,7 @@ import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator, type LoadResult } from './ingest-load.ts';
-import { child, runLoad, spawnWeir, waitFor } from './weir-process.ts';
+import { child, providerEventBody, runLoad, spawnWeir, waitFor } from './weir-process.ts';
 import { startReceiver, testCa, type Receiver } from '../test/helpers/https.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -233,14 +233,12 @@ function roundOrder(targets: Target[], round: number): Target[] {
 }
 
 const bodyFile = join(work, 'body.json');
-// 1 KiB of JSON shaped like a provider's event.
-const skeleton = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', created: 1700000000, data: { object: { amount: 4200, currency: 'usd', pad: '' } } };
-// BENCH_ROUTING=filter: 4 KiB, as issue 26's filter figure asks.
-skeleton.data.object.pad = 'x'.repeat((ROUTING === 'filter' ? 4096 : 1024) - JSON.stringify(skeleton).length);
-writeFileSync(bodyFile, JSON.stringify(skeleton));
+// 1 KiB of JSON shaped like a provider's event; BENCH_ROUTING=filter: 4 KiB, as issue 26's filter figure asks.
+const body = providerEventBody(ROUTING === 'filter' ? 4096 : 1024);
+writeFileSync(bodyFile, body);
 // With BENCH_VERIFY=stripe every request carries the body's Stripe signature (made as Stripe does: HMAC-SHA256 of "{t}.{body}").
 const STRIPE_T = Math.floor(Date.now() / 1000);
-const SIGNATURE = VERIFY ? `t=${STRIPE_T},v1=${createHmac('sha256', STRIPE_SECRET).update(`${STRIPE_T}.${JSON.stringify(skeleton)}`).digest('hex')}` : '';
+const SIGNATURE = VERIFY ? `t=${STRIPE_T},v1=${createHmac('sha256', STRIPE_SECRET).update(`${STRIPE_T}.${body}`).digest('hex')}` : '';
 
 // Chosen once here, and handed to every load process, so the choice (and
 // wrk's detection) is the same for every measurement of the run.

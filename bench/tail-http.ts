@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator } from './ingest-load.ts';
-import { runLoad, spawnWeir, type WeirProcess } from './weir-process.ts';
+import { providerEventBody, runLoad, spawnWeir, type WeirProcess } from './weir-process.ts';
 
 const CONNECTIONS = 50;
 const now = () => performance.timeOrigin + performance.now();
@@ -78,9 +78,7 @@ export async function tailUnderHttpIngest(store: 'pglite' | 'postgres', seconds:
   const weir = await spawnWeir(`Weir on ${store}`, fresh ? { DATABASE_URL: fresh.url } : { WEIR_DATA_DIR: join(work, 'data') });
   try {
     const bodyFile = join(work, 'body.json');
-    const skeleton = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', created: 1700000000, data: { object: { amount: 4200, currency: 'usd', pad: '' } } };
-    skeleton.data.object.pad = 'x'.repeat(1024 - JSON.stringify(skeleton).length);
-    writeFileSync(bodyFile, JSON.stringify(skeleton));
+    writeFileSync(bodyFile, providerEventBody(1024));
     const env = { ...process.env, BENCH_LOAD: loadGenerator() };
     // warm-up without a follower (JIT, the first pages of the tables)
     await runLoad({ url: weir.ingestUrl, seconds: 2, connections: CONNECTIONS, bodyFile }, env);

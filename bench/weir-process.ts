@@ -27,6 +27,13 @@ export async function waitFor<T>(get: () => T | undefined, what: string, ms = 12
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** A JSON body shaped like a provider's event (a Stripe invoice.paid), padded to `bytes`: what the ingest benches send. */
+export function providerEventBody(bytes: number): string {
+  const event = { id: 'evt_1NirD82eZvKYlo2CIvbtLWuY', type: 'invoice.paid', created: 1700000000, data: { object: { amount: 4200, currency: 'usd', pad: '' } } };
+  event.data.object.pad = 'x'.repeat(bytes - JSON.stringify(event).length);
+  return JSON.stringify(event);
+}
+
 export interface WeirProcess {
   /** The API's base address, without /v1. */
   api: string;
