@@ -42,12 +42,27 @@ type Res<R> = Awaited<ReturnType<PGlite['query']>> & { rows: R[] };
  * land inside someone else's transaction.
  */
 class NamedQueries {
-  private readonly prepared = new Map<string, { text: string; types: number[] }>();
 
-  constructor(private readonly pg: PGlite) {}
+  /**
+   * `inTransaction`: from inside pg.transaction(), which already holds the
+   * transaction lock (its own queries take the query lock alone, as here),
+   * and whose COMMIT writes to the file system (so no sync per statement).
+   */
+  constructor(
+    private readonly pg: PGlite,
+    private readonly inTransaction = false,
+    /** Parsed statements: one connection, so shared with the in-transaction runner (a Parse outlives a rollback). */
+    private readonly prepared = new Map<string, { text: string; types: number[] }>(),
+  ) {}
+
+  /** The same statements, run from inside pg.transaction(). */
+  inTransactionRunner(): NamedQueries {
+    return new NamedQueries(this.pg, true, this.prepared);
+  }
 
   run<R>(name: string, text: string, params: unknown[]): Promise<Res<R>> {
-    return this.pg._runExclusiveTransaction(() =>
+    const exclusive = <T>(fn: () => Promise<T>) => (this.inTransaction ? fn() : this.pg._runExclusiveTransaction(fn));
+    return exclusive(() =>
       this.pg._runExclusiveQuery(async () => {
         const { serialize } = protocol;
         let stmt = this.prepared.get(name);
@@ -64,7 +79,7 @@ class NamedQueries {
           const ser = this.pg.serializers[types[i]];
           return ser ? ser(v) : String(v);
         });
-        const { messages } = await this.pg.execProtocol(bindAndExecute(name, values));
+        const { messages } = await this.pg.execProtocol(bindAndExecute(name, values), { syncToFs: !this.inTransaction });
         return parse.parseResults(messages, this.pg.parsers)[0] as Res<R>;
       }),
     );
@@ -124,12 +139,14 @@ export async function openPglite(dataDir?: string, opts: { checkpoints?: Checkpo
   const durable = Boolean(opts.fsync && dataDir);
   const pg = await PGlite.create(dataDir ? { dataDir, startParams: pgliteStartParams(durable) } : {});
   if (durable) enableNodeFsync(pg);
-  const base = wrap(pg, new NamedQueries(pg));
+  const named = new NamedQueries(pg);
+  const base = wrap(pg, named);
+  const namedInTransaction = named.inTransactionRunner();
   const checkpoints = startCheckpoints(pg, opts.checkpoints);
   return {
     kind: 'pglite',
     ...base,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx, namedInTransaction))),
     session: (fn) => fn(base),
     async listen(channel, onNotify) {
       // LISTEN in PGlite is in-process: it never disconnects, so onReconnect never runs.

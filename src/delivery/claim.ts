@@ -85,14 +85,14 @@ async function pacedBatchesExist(db: Queryable): Promise<boolean> {
 async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promise<ClaimResult> {
   const sentAt = Date.now();
   const ofAgents = o.destinationType === 'agent' && o.agentIds != null;
-  const statement = ofAgents ? (batches ? CLAIM_DUE_OF_AGENTS_PACING_BATCHES : CLAIM_DUE_OF_AGENTS) : batches ? CLAIM_DUE_PACING_BATCHES : CLAIM_DUE;
-  const { rows } = await db.query<ClaimRow>(statement, [
-    ofAgents ? o.agentIds : o.destinationType,
-    o.limit,
-    PACING_HORIZON_MS,
-    o.leaseMs,
-    o.node,
-  ]);
+  const [statement, name] = ofAgents
+    ? batches
+      ? [CLAIM_DUE_OF_AGENTS_PACING_BATCHES, 'weir_claim_of_agents_pacing_batches']
+      : [CLAIM_DUE_OF_AGENTS, 'weir_claim_of_agents']
+    : batches
+      ? [CLAIM_DUE_PACING_BATCHES, 'weir_claim_pacing_batches']
+      : [CLAIM_DUE, 'weir_claim'];
+  const { rows } = await db.query<ClaimRow>(statement, [ofAgents ? o.agentIds : o.destinationType, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node], { name });
   if (rows.length === 0) return { claimed: [], rescheduled: 0, pacedBatches: batches && (await pacedBatchesExist(db)) };
   // The database's clock hands out slots; convert them to this process's
   // clock, pairing the statement's start there with when it was sent here.
