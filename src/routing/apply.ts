@@ -34,10 +34,9 @@ const MATCHES: Verdict = { matches: true, reason: null };
  * Only the last capture's request is kept: a claim hands out its deliveries
  * sorted by id, which starts with the capture's id, and the worker checks
  * them as it launches them, so a capture's destinations come one after the
- * other. Keeping more (it kept the last 256) held every parsed 4 KiB body
- * through a few young-generation collections, which promoted them to the old
- * generation: garbage collection was the largest part of a filter's cost per
- * forward (docs/routing.md, Cost).
+ * other. Keeping more (it kept the last 256) held each parsed body through
+ * young-generation collections, which promote what survives them to the old
+ * generation, for captures that would never be checked again.
  */
 export class FilterGate {
   /** Per destination: the version a claim named, and the filter read for it (a promise while it is being read). */
