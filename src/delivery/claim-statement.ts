@@ -40,8 +40,7 @@ export interface ClaimRow {
   target_port: number | null;
   target_path: string | null;
   agent_environment: 'production' | 'development' | null;
-  /** Routing (src/routing): the destination's filter now, its version, and whether this delivery skips it. */
-  filter: unknown;
+  /** Routing (src/routing): the version of the destination's filter now (null: it has none), and whether this delivery skips it. */
   filter_version: string | null;
   ignore_filter: boolean;
   transformation: { code: string } | null;
@@ -122,8 +121,9 @@ export const CLAIM_DUE = `with next as materialized (
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
-            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
-            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- routing (src/routing/apply.ts): the filter's version now (null: no filter); the worker reads and compiles
+            -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
+            case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
             fd.transformation, c.request_received_at,
             statement_timestamp() as db_now
@@ -216,8 +216,9 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
-            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
-            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- routing (src/routing/apply.ts): the filter's version now (null: no filter); the worker reads and compiles
+            -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
+            case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
             fd.transformation, c.request_received_at,
             statement_timestamp() as db_now,
@@ -315,8 +316,9 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
-            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
-            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- routing (src/routing/apply.ts): the filter's version now (null: no filter); the worker reads and compiles
+            -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
+            case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
             fd.transformation, c.request_received_at,
             statement_timestamp() as db_now
@@ -422,8 +424,9 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
-            -- routing (src/routing/apply.ts): the filter as it is now, compiled once per version
-            fd.filter, fd.updated_at::text as filter_version, c.ignore_filter,
+            -- routing (src/routing/apply.ts): the filter's version now (null: no filter); the worker reads and compiles
+            -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
+            case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
             fd.transformation, c.request_received_at,
             statement_timestamp() as db_now,

@@ -130,8 +130,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       targetPort: r.target_port,
       targetPath: r.target_path,
       agentEnvironment: r.agent_environment,
-      filter: r.ignore_filter ? null : r.filter,
-      filterVersion: r.filter_version,
+      filterVersion: r.ignore_filter ? null : r.filter_version,
       transformation: r.transformation,
       requestReceivedAt: r.request_received_at,
       retry:

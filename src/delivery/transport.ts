@@ -32,8 +32,7 @@ export interface ClaimedDelivery {
   targetPath?: string | null;
   /** Agent deliveries: the agent's environment, downgraded by the destination's environment_override. */
   agentEnvironment?: 'production' | 'development' | null;
-  /** Routing (src/routing/apply.ts): the destination's filter now (null: none, or this delivery ignores it) and its version. */
-  filter?: unknown;
+  /** Routing (src/routing/apply.ts): the version of the destination's filter now; null: it has none, or this delivery ignores it. */
   filterVersion?: string | null;
   retry: RetrySettings;
   /** The destination's transformation as it is now (src/transformations); null or absent: none. */

@@ -54,8 +54,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private pacedBatches = false;
 
   private readonly completions: CompletionBatcher;
-  /** Destination filters, compiled once per destination version (src/routing/apply.ts). */
-  private readonly filters = new FilterGate();
+  /** Destination filters, read and compiled once per destination version (src/routing/apply.ts). */
+  private readonly filters: FilterGate;
   /** Free slots that make a claim worthwhile while a backlog waits. */
   private readonly refill: number;
 
@@ -69,6 +69,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       onIdle: o.onIdle,
     });
     this.completions = new CompletionBatcher(o.db, o.node);
+    this.filters = new FilterGate(o.db);
     this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 4)));
   }
 
@@ -134,8 +135,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     }
     // A capture that does not match the destination's current filter ends `filtered`, unsent
     // (the filter reads the request as captured, before any transformation).
-    if (d.filter != null) {
-      const verdict = this.filters.check(d);
+    if (d.filterVersion != null) {
+      const verdict = await this.filters.check(d);
       if (!verdict.matches) {
         await finishFiltered(this.o.db, d, verdict.reason!);
         this.o.onSettled?.(d, 'filtered');
