@@ -143,7 +143,8 @@ async function main(): Promise<void> {
   const verification = { provider: 'stripe', secret: SECRET, tolerance_seconds: 86_400 };
   const fresh = PG ? [await createFreshDatabase(PG), await createFreshDatabase(PG)] : [];
   const store = (i: number): Record<string, string> => (PG ? { DATABASE_URL: fresh[i].url } : { WEIR_DATA_DIR: mkdtempSync(join(work, 'pglite-')) });
-  const args = (name: string) => [...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${name}`] : []), ...(PERF ? ['--perf-basic-prof'] : [])];
+  const extra = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
+  const args = (name: string) => [...extra, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${name}`] : []), ...(PERF ? ['--perf-basic-prof'] : [])];
   const on = await spawnWeir('+verify', store(0), { name: 'bench', verification }, args('on'));
   const off = await spawnWeir('-verify', store(1), { name: 'bench' }, args('off'));
   const pair = [
@@ -183,6 +184,7 @@ async function main(): Promise<void> {
       for (const l of lines) console.log(l);
     }
     if (PERF) printPerf(results.map((r) => r.requests));
+    if (extra.length > 0) for (const p of pair) writeFileSync(`${process.env.BENCH_NODE_OUT ?? '/tmp/verify-profile'}${p.name}.txt`, p.w.output());
     if (process.env.BENCH_PERF_KEEP) for (let i = 0; i < 2; i++) execFileSync('cp', [join(work, `perf-${i}.data`), `${process.env.BENCH_PERF_KEEP}-${i}.data`]);
     const stoppedAt = Date.now();
     await Promise.all(pair.map((p) => p.w.stop()));

@@ -135,22 +135,25 @@ function hmac(key: HmacKey, parts: readonly (string | Buffer)[]): Buffer {
   const block = key.innerPad.length;
   let size = block;
   for (const p of parts) size += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
-  let inner: Buffer;
+  let inner: string;
   if (size <= ONE_SHOT_MAX_BYTES) {
     const message = Buffer.allocUnsafe(size);
     key.innerPad.copy(message, 0);
     let at = block;
     for (const p of parts) at += typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
-    inner = hash(key.algorithm, message, 'buffer');
+    inner = hash(key.algorithm, message, 'hex');
   } else {
     const h = createHash(key.algorithm).update(key.innerPad);
     for (const p of parts) h.update(p);
-    inner = h.digest();
+    inner = h.digest('hex');
   }
-  const outer = Buffer.allocUnsafe(block + inner.length);
+  // Digests travel as hex into buffers made here, not as Buffers made by
+  // native code (each of those is an ArrayBuffer of its own for the garbage
+  // collector).
+  const outer = Buffer.allocUnsafe(block + inner.length / 2);
   key.outerPad.copy(outer, 0);
-  inner.copy(outer, block);
-  return hash(key.algorithm, outer, 'buffer');
+  outer.write(inner, block, 'hex');
+  return Buffer.from(hash(key.algorithm, outer, 'hex'), 'hex');
 }
 
 /** The keys valid now: the current one, and the previous one until its overlap ends. */
