@@ -129,7 +129,9 @@ export function hmacKey(secret: Buffer, algorithm: HmacAlgorithm): HmacKey {
  * the HTTP parser and PGlite, cost the main thread several times what the
  * same call costs in a loop (docs/verification.md, Measured). crypto.hash
  * is one native call on a digest Node fetched once, with no object left
- * behind.
+ * behind; its digests come back as hex, because a digest returned as a
+ * Buffer is made by native code as an ArrayBuffer of its own, which the
+ * collector then tracks: most of the cost that was missing.
  */
 function hmac(key: HmacKey, parts: readonly (string | Buffer)[]): Buffer {
   const block = key.innerPad.length;
@@ -142,18 +144,23 @@ function hmac(key: HmacKey, parts: readonly (string | Buffer)[]): Buffer {
     let at = block;
     for (const p of parts) at += typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
     inner = hash(key.algorithm, message, 'hex');
+    wipePad(message, block);
   } else {
     const h = createHash(key.algorithm).update(key.innerPad);
     for (const p of parts) h.update(p);
     inner = h.digest('hex');
   }
-  // Digests travel as hex into buffers made here, not as Buffers made by
-  // native code (each of those is an ArrayBuffer of its own for the garbage
-  // collector).
   const outer = Buffer.allocUnsafe(block + inner.length / 2);
   key.outerPad.copy(outer, 0);
   outer.write(inner, block, 'hex');
-  return Buffer.from(hash(key.algorithm, outer, 'hex'), 'hex');
+  const digest = hash(key.algorithm, outer, 'hex');
+  wipePad(outer, block);
+  return Buffer.from(digest, 'hex');
+}
+
+/** The key-derived pad leaves no copy in the shared Buffer pool that allocUnsafe hands out again. */
+function wipePad(buf: Buffer, block: number): void {
+  buf.fill(0, 0, block);
 }
 
 /** The keys valid now: the current one, and the previous one until its overlap ends. */
