@@ -131,7 +131,7 @@ export function hmacKey(secret: Buffer, algorithm: HmacAlgorithm): HmacKey {
  * is one native call on a digest Node fetched once, with no object left
  * behind; its digests come back as hex, because a digest returned as a
  * Buffer is made by native code as an ArrayBuffer of its own, which the
- * collector then tracks: most of the cost that was missing.
+ * collector then tracks.
  */
 function hmac(key: HmacKey, parts: readonly (string | Buffer)[]): Buffer {
   const block = key.innerPad.length;
