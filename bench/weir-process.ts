@@ -43,6 +43,8 @@ export interface WeirProcess {
   ingestUrl: string;
   endpointId: string;
   pid: number;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
   /** SIGTERM, then wait for the exit. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -79,6 +81,7 @@ export async function spawnWeir(name: string, store: Record<string, string>, end
     ingestUrl: `http://127.0.0.1:${started.port}/h/${data.slug}`,
     endpointId: data.id,
     pid: c.proc.pid!,
+    output: c.output,
     stop() {
       stopped ??= (async () => {
         c.proc.kill('SIGTERM');

@@ -4,8 +4,7 @@
  * secrets in their own columns), how it reads back (never the secret: its
  * last four characters) and the Verifier the ingest listener runs.
  */
-import { createSecretKey } from 'node:crypto';
-import { HMAC_ALGORITHMS, HMAC_ENCODINGS, PROVIDERS, type HmacAlgorithm, type HmacEncoding, type Provider, type Verifier } from './verify.ts';
+import { HMAC_ALGORITHMS, HMAC_ENCODINGS, hmacKey, macAlgorithm, PROVIDERS, type HmacAlgorithm, type HmacEncoding, type Provider, type Verifier } from './verify.ts';
 
 /** What a client sends. */
 export interface VerificationInput {
@@ -188,8 +187,8 @@ export function prepareVerifier(
     provider: v.provider,
     enforce: v.enforce,
     toleranceSeconds: v.tolerance_seconds,
-    key: createSecretKey(keyBytes(v.provider, secret)),
-    previousKey: previousSecret === null ? null : createSecretKey(keyBytes(v.provider, previousSecret)),
+    key: hmacKey(keyBytes(v.provider, secret), macAlgorithm(v.provider, v.algorithm)),
+    previousKey: previousSecret === null ? null : hmacKey(keyBytes(v.provider, previousSecret), macAlgorithm(v.provider, v.algorithm)),
     previousExpiresAt: previousExpiresAt?.getTime() ?? null,
     header: v.header,
     algorithm: v.algorithm ?? 'sha256',

@@ -8,7 +8,7 @@
  * Every comparison of a signature is timingSafeEqual over the decoded bytes
  * (equal lengths first: a length is not a secret).
  */
-import { createHash, createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import { headerValues } from '../ingest/request-parts.ts';
 
 import { PROVIDERS, type Provider, type VerificationStatus } from './providers.ts';
@@ -26,15 +26,26 @@ export interface VerificationResult {
   reason: FailureReason | null;
 }
 
+/**
+ * A secret prepared for HMAC (RFC 2104) once per endpoint cache fill: the
+ * key XOR the inner and the outer pad, for the one digest its provider
+ * signs with. See hmac() for why.
+ */
+export interface HmacKey {
+  algorithm: HmacAlgorithm;
+  innerPad: Buffer;
+  outerPad: Buffer;
+}
+
 /** What the ingest listener holds for an endpoint with verification (prepared by settings.ts prepareVerifier). */
 export interface Verifier {
   provider: Provider;
   enforce: boolean;
   toleranceSeconds: number;
   /** The current secret's key. */
-  key: KeyObject;
+  key: HmacKey;
   /** The previous secret's key while its overlap lasts (checked per capture: the cache may outlive the expiry). */
-  previousKey: KeyObject | null;
+  previousKey: HmacKey | null;
   previousExpiresAt: number | null;
   /** hmac only. */
   header: string | null;
@@ -86,14 +97,74 @@ function decode(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm): 
   return bytes.length === size ? bytes : undefined;
 }
 
-function hmac(algorithm: HmacAlgorithm, key: KeyObject, parts: readonly (string | Buffer)[]): Buffer {
-  const h = createHmac(algorithm, key);
-  for (const p of parts) h.update(p);
-  return h.digest();
+const BLOCK_BYTES: Record<HmacAlgorithm, number> = { sha1: 64, sha256: 64, sha512: 128 };
+// Messages up to this size are hashed in one call over a copy; larger ones
+// stream through a hash object, whose set-up is small beside their hashing.
+const ONE_SHOT_MAX_BYTES = 64 * 1024;
+
+/** The digest a provider signs with: SHA-1 for Twilio, the configured one for generic HMAC, SHA-256 for the rest. */
+export function macAlgorithm(provider: Provider, configured: HmacAlgorithm | null): HmacAlgorithm {
+  return provider === 'twilio' ? 'sha1' : provider === 'hmac' ? (configured ?? 'sha256') : 'sha256';
+}
+
+/** A secret's key bytes padded as RFC 2104 says (a key longer than the digest's block is hashed first). */
+export function hmacKey(secret: Buffer, algorithm: HmacAlgorithm): HmacKey {
+  const block = BLOCK_BYTES[algorithm];
+  const key = secret.length > block ? hash(algorithm, secret, 'buffer') : secret;
+  const innerPad = Buffer.alloc(block, 0x36);
+  const outerPad = Buffer.alloc(block, 0x5c);
+  for (let i = 0; i < key.length; i++) {
+    innerPad[i] ^= key[i];
+    outerPad[i] ^= key[i];
+  }
+  return { algorithm, innerPad, outerPad };
+}
+
+/**
+ * HMAC of the parts' concatenation (strings as UTF-8, as Hmac.update reads
+ * them): H(outer pad || H(inner pad || message)), with the pads prepared
+ * once per secret. Not createHmac: each call of it builds an OpenSSL HMAC
+ * context (looking the digest up in OpenSSL's provider store) and a native
+ * object for the garbage collector, which in the ingest listener, between
+ * the HTTP parser and PGlite, cost the main thread several times what the
+ * same call costs in a loop (docs/verification.md, Measured). crypto.hash
+ * is one native call on a digest Node fetched once, with no object left
+ * behind; its digests come back as hex, because a digest returned as a
+ * Buffer is made by native code as an ArrayBuffer of its own, which the
+ * collector then tracks.
+ */
+function hmac(key: HmacKey, parts: readonly (string | Buffer)[]): Buffer {
+  const block = key.innerPad.length;
+  let size = block;
+  for (const p of parts) size += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
+  let inner: string;
+  if (size <= ONE_SHOT_MAX_BYTES) {
+    const message = Buffer.allocUnsafe(size);
+    key.innerPad.copy(message, 0);
+    let at = block;
+    for (const p of parts) at += typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
+    inner = hash(key.algorithm, message, 'hex');
+    wipePad(message, block);
+  } else {
+    const h = createHash(key.algorithm).update(key.innerPad);
+    for (const p of parts) h.update(p);
+    inner = h.digest('hex');
+  }
+  const outer = Buffer.allocUnsafe(block + inner.length / 2);
+  key.outerPad.copy(outer, 0);
+  outer.write(inner, block, 'hex');
+  const digest = hash(key.algorithm, outer, 'hex');
+  wipePad(outer, block);
+  return Buffer.from(digest, 'hex');
+}
+
+/** The key-derived pad leaves no copy in the shared Buffer pool that allocUnsafe hands out again. */
+function wipePad(buf: Buffer, block: number): void {
+  buf.fill(0, 0, block);
 }
 
 /** The keys valid now: the current one, and the previous one until its overlap ends. */
-function keysOf(v: Verifier, nowMs: number): KeyObject[] {
+function keysOf(v: Verifier, nowMs: number): HmacKey[] {
   return v.previousKey && v.previousExpiresAt !== null && nowMs < v.previousExpiresAt ? [v.key, v.previousKey] : [v.key];
 }
 
@@ -102,10 +173,10 @@ function keysOf(v: Verifier, nowMs: number): KeyObject[] {
  * valid key. Every pair is compared (no early exit on the first key), in
  * constant time each.
  */
-function anyMatches(v: Verifier, nowMs: number, algorithm: HmacAlgorithm, parts: readonly (string | Buffer)[], candidates: readonly Buffer[]): boolean {
+function anyMatches(v: Verifier, nowMs: number, parts: readonly (string | Buffer)[], candidates: readonly Buffer[]): boolean {
   let ok = false;
   for (const key of keysOf(v, nowMs)) {
-    const expected = hmac(algorithm, key, parts);
+    const expected = hmac(key, parts);
     for (const c of candidates) if (c.length === expected.length && timingSafeEqual(c, expected)) ok = true;
   }
   return ok;
@@ -138,7 +209,7 @@ function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
     }
   }
   if (t === undefined || !INTEGER.test(t) || sigs.length === 0) return FAILED.malformed_signature;
-  if (!anyMatches(v, nowMs, 'sha256', [t, '.', r.body], sigs)) return FAILED.bad_signature;
+  if (!anyMatches(v, nowMs, [t, '.', r.body], sigs)) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
@@ -148,7 +219,7 @@ function github(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
   if (header === undefined) return FAILED.missing_signature;
   const sig = header.startsWith('sha256=') ? decode(header.slice(7), 'hex', 'sha256') : undefined;
   if (!sig) return FAILED.malformed_signature;
-  return anyMatches(v, nowMs, 'sha256', [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
+  return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
 }
 
 /** Shopify: `X-Shopify-Hmac-Sha256: {base64 HMAC-SHA256 of the body}`. */
@@ -157,7 +228,7 @@ function shopify(v: Verifier, r: SignedRequest, nowMs: number): VerificationResu
   if (header === undefined) return FAILED.missing_signature;
   const sig = decode(header, 'base64', 'sha256');
   if (!sig) return FAILED.malformed_signature;
-  return anyMatches(v, nowMs, 'sha256', [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
+  return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
 }
 
 /** Slack: `X-Slack-Signature: v0={hex HMAC-SHA256 of v0:{X-Slack-Request-Timestamp}:{body}}`. */
@@ -168,7 +239,7 @@ function slack(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult
   const sig = header.startsWith('v0=') ? decode(header.slice(3), 'hex', 'sha256') : undefined;
   const t = ts.trim();
   if (!sig || !INTEGER.test(t)) return FAILED.malformed_signature;
-  if (!anyMatches(v, nowMs, 'sha256', ['v0:', t, ':', r.body], [sig])) return FAILED.bad_signature;
+  if (!anyMatches(v, nowMs, ['v0:', t, ':', r.body], [sig])) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
@@ -191,7 +262,7 @@ function standardWebhooks(v: Verifier, r: SignedRequest, nowMs: number): Verific
     if (bytes) sigs.push(bytes);
   }
   if (sigs.length === 0) return FAILED.malformed_signature;
-  if (!anyMatches(v, nowMs, 'sha256', [id, '.', t, '.', r.body], sigs)) return FAILED.bad_signature;
+  if (!anyMatches(v, nowMs, [id, '.', t, '.', r.body], sigs)) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
@@ -231,7 +302,7 @@ function twilio(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
     const names = [...new Set(form.keys())].sort();
     for (const name of names) for (const value of [...new Set(form.getAll(name))].sort()) params += name + value;
   }
-  const ok = twilioUrls(v.ingestBase, r).some((url) => anyMatches(v, nowMs, 'sha1', [url, params], [sig]));
+  const ok = twilioUrls(v.ingestBase, r).some((url) => anyMatches(v, nowMs, [url, params], [sig]));
   return ok ? VERIFIED : FAILED.bad_signature;
 }
 
@@ -242,7 +313,7 @@ function genericHmac(v: Verifier, r: SignedRequest, nowMs: number): Verification
   const prefix = v.prefix ?? '';
   const sig = header.startsWith(prefix) ? decode(header.slice(prefix.length), v.encoding, v.algorithm) : undefined;
   if (!sig) return FAILED.malformed_signature;
-  return anyMatches(v, nowMs, v.algorithm, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
+  return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
 }
 
 const SCHEMES: Record<Provider, (v: Verifier, r: SignedRequest, nowMs: number) => VerificationResult> = {

@@ -252,3 +252,33 @@ describe('twilio', () => {
     assert.deepEqual(verifyRequest(v, request(h, body + ' ', '', `bodySHA256=${hash}`)), failed('bad_signature'));
   });
 });
+
+describe('the HMAC itself (pads prepared once per secret, not createHmac per capture)', () => {
+  // Node's createHmac is the reference: every digest, keys shorter than,
+  // equal to and longer than the digest's block (64 or 128 bytes; a longer
+  // key is hashed first), non-ASCII secrets and text, and bodies on both
+  // sides of the size past which the message streams instead of being copied.
+  const secrets = ['8-chars!', 'k'.repeat(64), 'k'.repeat(65), 'é'.repeat(64), 's'.repeat(129), randomBytes(512).toString('hex')];
+  const bodies = [Buffer.alloc(0), Buffer.from('{"é":"ü"}'), randomBytes(1024), randomBytes(64 * 1024 - 100), randomBytes(70_000)];
+  for (const algorithm of ['sha1', 'sha256', 'sha512'] as const) {
+    test(`${algorithm}: the same digest as createHmac for every key length and body size`, () => {
+      for (const secret of secrets) {
+        const v = verifier('hmac', secret, { header: 'x-signature', algorithm, encoding: 'hex', prefix: null });
+        for (const body of bodies) {
+          const sig = createHmac(algorithm, secret).update(body).digest('hex');
+          assert.deepEqual(verifyRequest(v, request({ 'X-Signature': sig }, body)), verified, `${algorithm}, a ${secret.length}-character secret, ${body.length} bytes`);
+          const other = createHmac(algorithm, secret + 'x').update(body).digest('hex');
+          assert.deepEqual(verifyRequest(v, request({ 'X-Signature': other }, body)), failed('bad_signature'));
+        }
+      }
+    });
+  }
+  test('text parts are UTF-8, as Hmac.update reads them (Slack: the timestamp and body around ":")', () => {
+    const secret = 'slack-sécret';
+    const t = String(now());
+    for (const body of [Buffer.from('text=héllo'), randomBytes(70_000)]) {
+      const sig = 'v0=' + createHmac('sha256', secret).update(`v0:${t}:`).update(body).digest('hex');
+      assert.deepEqual(verifyRequest(verifier('slack', secret), request({ 'X-Slack-Signature': sig, 'X-Slack-Request-Timestamp': t }, body)), verified);
+    }
+  });
+});
