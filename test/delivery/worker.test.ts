@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
+import { COMPLETE_ATTEMPTS } from '../../src/delivery/complete-statement.ts';
 import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
+import type { Db } from '../../src/db/db.ts';
 import { sweepDeliveries } from '../../src/delivery/retention.ts';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
 import { startReceiver } from '../helpers/https.ts';
-import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus } from './helpers.ts';
+import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
 
 describe('delivery worker', () => {
   const t = useWorkerTest({ stopGraceMs: 0 });
@@ -62,6 +64,50 @@ describe('delivery worker', () => {
     assert.deepEqual(ds.map((d) => [d.status, d.attempt_count]), [['pending', 0], ['pending', 0]]);
     assert.ok(ds.every((d) => d.next_attempt_at.getTime() <= Date.now() + 1000), 'due again at once');
     assert.equal((await attempts(t.db)).length, 0);
+  });
+
+  it('frees a forward\'s slot when its answer is in: the next forward goes while the outcome waits for its record, whose lease holds meanwhile, and stop() waits for it', async () => {
+    const rx = await t.receiver();
+    const ep = await orgWithEndpoint(t.db, rx.url);
+    // the real database, with the completion statement held back until released
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let held = 0;
+    const db: Db = {
+      ...t.db,
+      query: async (text, params, opts) => {
+        if (text === COMPLETE_ATTEMPTS) {
+          held++;
+          await gate;
+        }
+        return t.db.query(text, params, opts);
+      },
+    };
+    await insertCaptures(t.db, ep, [{ body: 'first' }]);
+    t.worker = await startTestWorker(db, { concurrency: 1 });
+    await rx.waitFor(1);
+    await waitUntil(async () => held === 1 || undefined, 'the first outcome to wait for its record');
+    // the answer is in, its record is held: the delivery is still leased, and no claim takes it again
+    const [d] = await deliveries(t.db);
+    assert.equal(d.status, 'in_flight');
+    assert.equal((await claimDeliveries(t.db, { destinationType: 'https', limit: 10, leaseMs: 60_000, node: 'other' })).claimed.length, 0);
+    // with its one slot free again, the worker forwards the next capture while the first record waits
+    await insertCaptures(t.db, ep, [{ body: 'second' }]);
+    await rx.waitFor(2);
+    assert.deepEqual(rx.received.map((r) => r.body.toString()), ['first', 'second']);
+    assert.equal((await attempts(t.db)).length, 0, 'nothing recorded yet');
+    // stop() returns only once both answered forwards are recorded, each once
+    const stopped = t.worker.stop(0);
+    t.worker = undefined;
+    let done = false;
+    void stopped.then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(done, false, 'stop() waits for the held records');
+    release();
+    await stopped;
+    assert.deepEqual((await deliveries(t.db)).map((x) => x.status), ['succeeded', 'succeeded']);
+    assert.equal((await attempts(t.db)).length, 2);
+    assert.equal(rx.received.length, 2, 'each sent once');
   });
 
   it('claims again a delivery whose lease expired (its worker died) and delivers it', async () => {
