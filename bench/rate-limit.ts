@@ -10,14 +10,18 @@
  *    (arrival − slot, both this machine's clock): negative is early.
  * Two variants, each on its own destination:
  *  (backlog)  more than the run's worth of captures queued at once;
- *  (arriving) captures keep arriving at 1.5 × R, starting from idle.
+ *  (arriving) captures keep arriving at 1.5 × R, starting from idle;
+ *  (stall)    the backlog, with both nodes stopped (SIGSTOP) for
+ *             BENCH_STALL_MS 8 s in, as a paused VM, a long GC or
+ *             a starved machine stops them: what is due meanwhile is late.
  * Captures are written the way the ingest batcher writes them
  * (storeCaptures), from this process; the nodes hear them by NOTIFY. The
  * receiver (bench/forward-receiver.ts) runs in its own process and records
  * each webhook-id's arrival time.
  * Env: DATABASE_URL (required: two processes share the database),
  * BENCH_RATE (default 600 a minute), BENCH_SECONDS (default 75, so a whole
- * 60 s window exists), BENCH_VARIANTS (default "backlog,arriving"),
+ * 60 s window exists), BENCH_VARIANTS (default "backlog,arriving,stall"),
+ * BENCH_STALL_MS (default 2000),
  * BENCH_CONCURRENCY (WEIR_DELIVERY_CONCURRENCY of each node, default 32).
  */
 import { fork } from 'node:child_process';
@@ -38,8 +42,9 @@ import { child, waitFor } from './weir-process.ts';
 if (!process.env.DATABASE_URL) throw new Error('bench:rate-limit needs DATABASE_URL (two weir processes share one PostgreSQL database)');
 const RATE = Number(process.env.BENCH_RATE ?? 600);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 75);
-const VARIANTS = (process.env.BENCH_VARIANTS ?? 'backlog,arriving').split(',');
+const VARIANTS = (process.env.BENCH_VARIANTS ?? 'backlog,arriving,stall').split(',');
 const CONCURRENCY = process.env.BENCH_CONCURRENCY ?? '32';
+const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 2000);
 const INTERVAL_MS = 60_000 / RATE;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -146,7 +151,7 @@ async function runVariant(name: string): Promise<Outcome> {
   const slots = new Map<string, number>();
   const started = now();
   let feeding: Promise<void> = Promise.resolve();
-  if (name === 'backlog') {
+  if (name === 'backlog' || name === 'stall') {
     // the whole run's worth and a margin, so the queue never runs dry
     const backlog = Math.ceil((RATE * (SECONDS + 20)) / 60);
     for (let done = 0; done < backlog; done += 500) ids.push(...(await capture(endpoint, Math.min(500, backlog - done))));
@@ -164,8 +169,16 @@ async function runVariant(name: string): Promise<Outcome> {
       }
     })();
   }
+  let stalled = name !== 'stall';
   while (now() - started < SECONDS * 1000) {
     await readSlots(dest.id, slots);
+    // early, so a whole minute after the stall is measured: a window that starts with the catch-up
+    if (!stalled && now() - started >= 8000) {
+      stalled = true;
+      for (const n of nodes) n.proc.kill('SIGSTOP');
+      await sleep(STALL_MS);
+      for (const n of nodes) n.proc.kill('SIGCONT');
+    }
     await sleep(1000);
   }
   await feeding;
