@@ -72,9 +72,10 @@ export interface ClaimRow {
  * delivery takes the next free slot, at the end of the line, as a retry
  * does. Sending late slots at once instead sent everything that fell due
  * during the stall in one burst, on top of the slots that followed on time:
- * a 2 s stall put 20 extra forwards into the minute at 600/min. So any
- * forward leaves within this much of its slot, and a destination gets at
- * most its rate per minute plus rate × PACING_LATE_MS / 60 s plus one.
+ * a 2 s stop of both nodes put 21 extra forwards into a minute at 600/min
+ * (bench:rate-limit). So a forward leaves within this much of its slot, and
+ * a destination gets at most rate × (1 + PACING_LATE_MS / 60 s) + 2 in any
+ * minute (docs/forwarding.md, Smooth rate limiting).
  * Far above a claim's usual lateness (milliseconds; the wake-up and the
  * claim's round trip), so normally no slot is given up. The worker applies
  * the same bound to a slot it waited for in memory (worker.ts).
