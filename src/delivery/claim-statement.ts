@@ -65,6 +65,26 @@ export interface ClaimRow {
  * runs the statement with batch pacing.
  */
 
+/**
+ * How late a paced slot may be and still be used. A slot is a dispatch
+ * time; one that passed longer ago than this (every node stopped or
+ * starved: a paused VM, a long GC, a stalled database) is given up and the
+ * delivery takes the next free slot, at the end of the line, as a retry
+ * does. Sending late slots at once instead sent everything that fell due
+ * during the stall in one burst, on top of the slots that followed on time:
+ * a 2 s stop of both nodes put 21 extra forwards into a minute at 600/min
+ * (bench:rate-limit). So a forward leaves within this much of its slot, and
+ * a destination gets at most rate × (1 + PACING_LATE_MS / 60 s) + 2 in any
+ * minute (docs/forwarding.md, Smooth rate limiting).
+ * Far above a claim's usual lateness (milliseconds; the wake-up and the
+ * claim's round trip), so normally no slot is given up. The worker applies
+ * the same bound to a slot it waited for in memory (worker.ts).
+ */
+export const PACING_LATE_MS = 500;
+
+/** Whether a claimed delivery takes a new slot: it has none, or its slot is too late to use (PACING_LATE_MS). */
+const NEEDS_SLOT = `(next.paced_slot is null or next.paced_slot < now() - interval '${PACING_LATE_MS} milliseconds')`;
+
 /** Claims due deliveries of one destination type ($1), walking deliveries_due in order; no replay batch may be paced. */
 export const CLAIM_DUE = `with next as materialized (
        -- deliveries alone, so the scan walks deliveries_due in order and stops at the limit
@@ -83,7 +103,7 @@ export const CLAIM_DUE = `with next as materialized (
               count(*) over (partition by next.forward_destination_id) as n
          from next
          join forward_destinations fd on fd.id = next.forward_destination_id
-        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and ${NEEDS_SLOT}
      ),
      taken as (
        insert into destination_pacing as p (destination_id, next_slot_at)
@@ -158,7 +178,7 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
               count(*) over (partition by next.forward_destination_id) as n
          from next
          join forward_destinations fd on fd.id = next.forward_destination_id
-        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and ${NEEDS_SLOT}
           -- a paced replay batch's own rate applies instead (bneed)
           and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)
      ),
@@ -178,7 +198,7 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
               row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
               count(*) over (partition by next.replay_batch_id) as n
          from next join replay_batch_pacing rp on rp.replay_batch_id = next.replay_batch_id
-        where next.paced_slot is null
+        where ${NEEDS_SLOT}
      ),
      btaken as (
        update replay_batch_pacing rp
@@ -278,7 +298,7 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
               count(*) over (partition by next.forward_destination_id) as n
          from next
          join forward_destinations fd on fd.id = next.forward_destination_id
-        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and ${NEEDS_SLOT}
      ),
      taken as (
        insert into destination_pacing as p (destination_id, next_slot_at)
@@ -366,7 +386,7 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
               count(*) over (partition by next.forward_destination_id) as n
          from next
          join forward_destinations fd on fd.id = next.forward_destination_id
-        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and next.paced_slot is null
+        where fd.rate_limit_enabled and fd.rate_limit_per_minute is not null and ${NEEDS_SLOT}
           -- a paced replay batch's own rate applies instead (bneed)
           and not exists (select 1 from replay_batch_pacing rp where rp.replay_batch_id = next.replay_batch_id)
      ),
@@ -386,7 +406,7 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
               row_number() over (partition by next.replay_batch_id order by next.next_attempt_at, next.id) as k,
               count(*) over (partition by next.replay_batch_id) as n
          from next join replay_batch_pacing rp on rp.replay_batch_id = next.replay_batch_id
-        where next.paced_slot is null
+        where ${NEEDS_SLOT}
      ),
      btaken as (
        update replay_batch_pacing rp

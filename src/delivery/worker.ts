@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import type { DeliveryMetrics } from '../metrics/metrics.ts';
 import { claimDeliveries, nextDueAt, releaseLeases, requeueExpiredLeases } from './claim.ts';
+import { PACING_LATE_MS } from './claim-statement.ts';
 import { CompletionBatcher, finishUnattempted } from './complete.ts';
 import { DELIVERY_CHANNEL } from './enqueue.ts';
 import { decide } from './retry-policy.ts';
@@ -127,9 +128,21 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     this.inflight.set(d.id, { delivery: d, abort, done });
   }
 
+  /**
+   * This node stalled past a paced slot it was waiting for (PACING_LATE_MS,
+   * claim-statement.ts): the lease goes back and the next claim gives the
+   * delivery a new slot, instead of sending it in a burst with the ones due
+   * after it.
+   */
+  private async giveUpSlot(d: ClaimedDelivery): Promise<void> {
+    await releaseLeases(this.o.db, [d.leaseId]);
+    this.wake();
+  }
+
   private async process(d: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     if (d.sendAt > Date.now()) await abortableDelay(d.sendAt - Date.now(), signal);
     if (signal.aborted) return;
+    if (d.sendAt > 0 && Date.now() - d.sendAt > PACING_LATE_MS) return this.giveUpSlot(d);
     if (d.sendAt > 0) this.o.metrics?.pacingLag(Math.max(0, Date.now() - d.sendAt) / 1000);
     if (!d.capture) {
       await finishUnattempted(this.o.db, d, 'the captured request no longer exists (retention removed it)');

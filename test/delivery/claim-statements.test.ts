@@ -9,6 +9,7 @@ import {
   CLAIM_DUE_OF_AGENTS_PACING_BATCHES,
   CLAIM_DUE_PACING_BATCHES,
   type ClaimRow,
+  PACING_LATE_MS,
 } from '../../src/delivery/claim-statement.ts';
 import { insertEndpoint, insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
@@ -164,6 +165,24 @@ for (const v of VARIANTS) {
       assert.deepEqual([slots[1] - slots[0], slots[2] - slots[1]], [1000, 1000]);
       // within the horizon: leased now, to wait in memory; beyond it: written back as pending until the slot
       assert.deepEqual(rows.map((r) => r.status).sort(), ['in_flight', 'in_flight', 'pending']);
+    });
+
+    it('keeps a slot missed by less than PACING_LATE_MS, and gives up one missed by more for the next free slot', async () => {
+      const k = await kinds();
+      const fd = await insertForwardDestination(t.db, ep, v.agents ? { agentId: k.connected, rateLimitPerMinute: 60 } : { rateLimitPerMinute: 60 });
+      // the line is busy: the next free slot is 5 s away
+      await t.db.query(`insert into destination_pacing (destination_id, next_slot_at) values ($1::uuid, now() + interval '5 seconds')`, [fd.id]);
+      const [onTime, missed] = await queue([k.mine({ dueMsAgo: 100, destinationId: fd.id }), k.mine({ dueMsAgo: PACING_LATE_MS + 1_000, destinationId: fd.id })]);
+      // as a claim writes back a delivery whose slot is beyond the horizon: due at its slot
+      await t.db.query(`update deliveries set paced_slot = next_attempt_at`);
+      const { rows: was } = await t.db.query<{ id: string; paced_slot: Date }>(`select id, paced_slot from deliveries`);
+      const slotWas = new Map(was.map((r) => [r.id, new Date(r.paced_slot).getTime()]));
+      const rows = await claimWith(v, k.who, 10);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      assert.equal(byId.get(onTime)!.status, 'in_flight');
+      assert.equal(new Date(byId.get(onTime)!.paced_slot!).getTime(), slotWas.get(onTime), 'a slot missed by 100 ms is kept');
+      assert.equal(byId.get(missed)!.status, 'pending', 'the next free slot is beyond the horizon');
+      assert.ok(new Date(byId.get(missed)!.paced_slot!).getTime() - slotWas.get(missed)! >= 5_000, 'the missed slot was given up for the next free one');
     });
 
     if (!v.batches) {
