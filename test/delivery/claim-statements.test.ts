@@ -14,6 +14,9 @@ import {
 import { insertEndpoint, insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
+import { storeCaptures } from '../../src/ingest/store.ts';
+import type { Capture } from '../../src/requests/captures.ts';
+import { idTime } from '../../src/requests/capture-ids.ts';
 
 // The four claim statements (src/delivery/claim-statement.ts) are written
 // out whole; these checks run on each, so that they cannot drift apart,
@@ -211,8 +214,56 @@ for (const v of VARIANTS) {
         assert.equal(rows[0].paced_batches, true);
       });
     }
+
+    it("returns each capture's body byte for byte: JSON, binary, empty and 2 MiB", async () => {
+      const k = await kinds();
+      await insertForwardDestination(t.db, ep, v.agents ? { agentId: k.connected } : {});
+      const sent = await storeBodies();
+      const rows = await claimWith(v, k.who, 10);
+      assert.equal(rows.length, sent.size);
+      for (const r of rows) assert.ok(Buffer.from(r.body_hex!, 'hex').equals(sent.get(r.request_id)!), `the body of ${r.request_id}`);
+    });
   });
 }
+
+/**
+ * The bodies a forward must carry unchanged, stored through the real
+ * capture statement (one group); by capture id. An agent forward once
+ * arrived with an empty body when a claim statement returned no body
+ * (test/agents/link.test.ts saw it only through Stripe's signature check).
+ */
+async function storeBodies(): Promise<Map<string, Buffer>> {
+  const bodies = [
+    Buffer.from('{"id":"evt_agent","object":"event","type":"invoice.paid"}'),
+    Buffer.from([0, 255, 1, 254, 0x80, 0x0d, 0x0a, 0xc3, 0x28]),
+    Buffer.alloc(0),
+    Buffer.alloc(2 * 1024 * 1024, 7),
+  ];
+  const captures = bodies.map((body) => {
+    const id = newId();
+    return { id, organization_id: ep.organization_id, endpoint_id: ep.id, received_at: new Date(idTime(id)), method: 'POST', path: '', query: '', headers: [], body, body_size: body.length, content_type: null, source_ip: null } satisfies Capture;
+  });
+  assert.deepEqual(await storeCaptures(t.db, captures), ['stored', 'stored', 'stored', 'stored']);
+  return new Map(captures.map((c) => [c.id, c.body]));
+}
+
+describe('claimDeliveries, as the worker runs it (a named statement, on PGlite inside the claim transaction)', () => {
+  for (const agents of [false, true]) {
+    it(`hands each ${agents ? 'agent' : 'https'} delivery its capture's exact body`, async () => {
+      const agentId = agents ? await insertAgent() : undefined;
+      await insertForwardDestination(t.db, ep, agents ? { agentId } : {});
+      const sent = await storeBodies();
+      // twice: the first claim prepares the statement, the second runs it prepared
+      const claimed = [];
+      for (const n of [2, 10]) {
+        const { claimed: got } = await claimDeliveries(t.db, { destinationType: agents ? 'agent' : 'https', agentIds: agents ? [agentId!] : null, limit: n, leaseMs: 60_000, node: 'test-node' });
+        claimed.push(...got);
+      }
+      assert.equal(claimed.length, sent.size);
+      for (const d of claimed) assert.ok(d.capture?.body.equals(sent.get(d.requestId)!), `the body of ${d.requestId}`);
+    });
+  }
+});
 
 describe('CLAIM_DUE_OF_AGENTS takes what CLAIM_DUE would, filtered to the connected agents', () => {
   it('the `limit` oldest due of those agents, whatever the limit and however their queues interleave', async () => {
