@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { call, seedOrg } from '../helpers/app.ts';
+import { afterEndpointNotify } from '../helpers/endpoint-notify.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
 import { endpointFor, send, storedCaptures, startHarness, type Harness } from './harness.ts';
 
@@ -28,6 +29,11 @@ async function setup(response?: unknown) {
   const created = await call(h.api.app, 'POST', '/v1/endpoints', { key: s.key, body });
   assert.equal(created.status, 201, JSON.stringify(created.json));
   return { s, endpoint: created.json.data };
+}
+
+/** A PATCH whose change the ingest listener's cache has taken in (test/helpers/endpoint-notify.ts). */
+function patchEndpoint(key: string, endpoint: { id: string; slug: string }, body: object) {
+  return afterEndpointNotify(t.db, endpoint.slug, () => call(h.api.app, 'PATCH', `/v1/endpoints/${endpoint.id}`, { key, body }));
 }
 
 describe('custom ingest response', () => {
@@ -60,13 +66,13 @@ describe('custom ingest response', () => {
     let r = await send(h.port, 'POST', `/h/${endpoint.slug}`, { body: Buffer.from('a') });
     assert.equal(r.status, 202);
     assert.equal(r.body.length, 0);
-    const patched = await call(h.api.app, 'PATCH', `/v1/endpoints/${endpoint.id}`, { key: s.key, body: { response: { status: 410, body: 'gone' } } });
+    const patched = await patchEndpoint(s.key, endpoint, { response: { status: 410, body: 'gone' } });
     assert.equal(patched.status, 200);
     assert.deepEqual(patched.json.data.response, { status: 410, headers: {}, body: 'gone' });
     r = await send(h.port, 'POST', `/h/${endpoint.slug}`, { body: Buffer.from('b') });
     assert.equal(r.status, 410);
     assert.equal(r.body.toString(), 'gone');
-    const reset = await call(h.api.app, 'PATCH', `/v1/endpoints/${endpoint.id}`, { key: s.key, body: { response: null } });
+    const reset = await patchEndpoint(s.key, endpoint, { response: null });
     assert.equal(reset.json.data.response, null);
     r = await send(h.port, 'POST', `/h/${endpoint.slug}`, { body: Buffer.from('c') });
     assert.equal(r.status, 200);

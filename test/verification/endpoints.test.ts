@@ -4,6 +4,7 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import Stripe from 'stripe';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { call, seedOrg, type Seeded } from '../helpers/app.ts';
+import { afterEndpointNotify } from '../helpers/endpoint-notify.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
 import { startReceiver, type Receiver } from '../helpers/https.ts';
 import { startTestWorker } from '../delivery/helpers.ts';
@@ -102,7 +103,8 @@ describe('the setting', () => {
     assert.equal(p.json.data.verification.enforce, true);
     assert.equal(p.json.data.verification.secret_last4, secret.slice(-4));
     assert.equal((await capture(e.slug, { 'X-Signature': sig }, body)).status, 200, 'the kept secret still verifies');
-    const off = await api('PATCH', `/v1/endpoints/${e.id}`, s.key, { verification: null });
+    // the next capture must see verification gone, not the cached endpoint (test/helpers/endpoint-notify.ts)
+    const off = await afterEndpointNotify(t.db, e.slug, () => api('PATCH', `/v1/endpoints/${e.id}`, s.key, { verification: null }));
     assert.equal(off.json.data.verification, null);
     const { rows } = await t.db.query('select verification, verification_secret, verification_previous_secret from endpoints where id = $1', [e.id]);
     assert.deepEqual(rows[0], { verification: null, verification_secret: null, verification_previous_secret: null });
