@@ -1,3 +1,6 @@
+import { newId } from '../src/db/ids.ts';
+import { idTime } from '../src/requests/capture-ids.ts';
+import type { Capture } from '../src/requests/captures.ts';
 /**
  * The webhook the forwarding benchmarks send (bench/forward.ts,
  * bench/forward-trees.ts) and how many forwards a worker runs at once, so
@@ -10,3 +13,11 @@ export const HEADERS: Array<[string, string]> = [
   ['User-Agent', 'Stripe/1.0 (+https://stripe.com/docs/webhooks)'],
   ['Stripe-Signature', 't=1700000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd'],
 ];
+
+/** `n` captures of this webhook to one endpoint, as the ingest batcher hands a group to storeCaptures. */
+export function benchCaptures(organizationId: string, endpointId: string, n: number): Capture[] {
+  return Array.from({ length: n }, () => {
+    const id = newId();
+    return { id, organization_id: organizationId, endpoint_id: endpointId, received_at: new Date(idTime(id)), method: 'POST', path: '', query: '', headers: HEADERS, body: BODY, body_size: BODY.length, content_type: 'application/json', source_ip: null };
+  });
+}

@@ -16,16 +16,14 @@ import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pino from 'pino';
-import { newId } from '../src/db/ids.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
-import { idTime } from '../src/requests/capture-ids.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
 import { openBenchDb } from './bench-db.ts';
-import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
+import { benchCaptures, CONCURRENCY } from './forward-load.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 6000);
@@ -41,11 +39,7 @@ const http = new HttpTransport({ allowPrivate: true, connectTimeoutMs: 10_000, t
 
 async function queue(n: number): Promise<void> {
   for (let done = 0; done < n; done += 500) {
-    const caps = Array.from({ length: Math.min(500, n - done) }, () => {
-      const id = newId();
-      return { id, organization_id: org.id, endpoint_id: endpoint.id, received_at: new Date(idTime(id)), method: 'POST', path: '', query: '', headers: HEADERS, body: BODY, body_size: BODY.length, content_type: 'application/json', source_ip: null };
-    });
-    await storeCaptures(db, caps);
+    await storeCaptures(db, benchCaptures(org.id, endpoint.id, Math.min(500, n - done)));
   }
 }
 

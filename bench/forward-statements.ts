@@ -12,15 +12,13 @@
  *   npm run bench:forward-statements
  *   DATABASE_URL=postgres://root@127.0.0.1:5432/postgres npm run bench:forward-statements
  */
-import { newId } from '../src/db/ids.ts';
 import { claimDeliveries } from '../src/delivery/claim.ts';
 import { completeAttempts, type Outcome } from '../src/delivery/complete.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
-import { idTime } from '../src/requests/capture-ids.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { openBenchDb } from './bench-db.ts';
-import { BODY, HEADERS } from './forward-load.ts';
+import { benchCaptures } from './forward-load.ts';
 import { cpuNow, cpuSince } from './forward-measure.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 6000);
@@ -33,11 +31,7 @@ const endpoint = await insertEndpoint(db, org.id, { forwardUrl: 'https://127.0.0
 
 async function queue(n: number): Promise<void> {
   for (let done = 0; done < n; done += 500) {
-    const caps = Array.from({ length: Math.min(500, n - done) }, () => {
-      const id = newId();
-      return { id, organization_id: org.id, endpoint_id: endpoint.id, received_at: new Date(idTime(id)), method: 'POST', path: '', query: '', headers: HEADERS, body: BODY, body_size: BODY.length, content_type: 'application/json', source_ip: null };
-    });
-    await storeCaptures(db, caps);
+    await storeCaptures(db, benchCaptures(org.id, endpoint.id, Math.min(500, n - done)));
   }
 }
 
