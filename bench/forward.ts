@@ -31,18 +31,15 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import pino from 'pino';
 import { Agent } from 'undici';
 import { loadConfig } from '../src/config.ts';
-import { newId } from '../src/db/ids.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
-import { idTime } from '../src/requests/capture-ids.ts';
-import type { Capture } from '../src/requests/captures.ts';
 import { openBenchDb } from './bench-db.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
-import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
+import { benchCaptures, BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { Sandbox } from '../src/transformations/sandbox.ts';
 import { testCa } from '../test/helpers/https.ts';
@@ -84,24 +81,7 @@ const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
 
 /** One capture group: `n` captures and their deliveries in one capture statement, like the ingest batcher's group commit. */
 async function capture(n: number, into: { id: string } = endpoint): Promise<string[]> {
-  const caps: Capture[] = [];
-  for (let i = 0; i < n; i++) {
-    const id = newId();
-    caps.push({
-      id,
-      organization_id: org.id,
-      endpoint_id: into.id,
-      received_at: new Date(idTime(id)),
-      method: 'POST',
-      path: '',
-      query: '',
-      headers: HEADERS,
-      body: BODY,
-      body_size: BODY.length,
-      content_type: 'application/json',
-      source_ip: null,
-    });
-  }
+  const caps = benchCaptures(org.id, into.id, n);
   const outcomes = await storeCaptures(db, caps);
   if (outcomes.some((o) => o !== 'stored')) throw new Error(`capture group not stored: ${[...new Set(outcomes)].join(', ')}`);
   return caps.map((c) => c.id);

@@ -26,17 +26,14 @@
  */
 import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { newId } from '../src/db/ids.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
-import { idTime } from '../src/requests/capture-ids.ts';
-import type { Capture } from '../src/requests/captures.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
-import { BODY, HEADERS } from './forward-load.ts';
+import { benchCaptures } from './forward-load.ts';
 import { child, waitFor } from './weir-process.ts';
 
 if (!process.env.DATABASE_URL) throw new Error('bench:rate-limit needs DATABASE_URL (two weir processes share one PostgreSQL database)');
@@ -102,24 +99,7 @@ for (const [i, n] of nodes.entries()) {
 
 /** `n` captures to `endpoint` in one capture statement, as the ingest batcher stores a group. */
 async function capture(endpoint: { id: string }, n: number): Promise<string[]> {
-  const caps: Capture[] = [];
-  for (let i = 0; i < n; i++) {
-    const id = newId();
-    caps.push({
-      id,
-      organization_id: org.id,
-      endpoint_id: endpoint.id,
-      received_at: new Date(idTime(id)),
-      method: 'POST',
-      path: '',
-      query: '',
-      headers: HEADERS,
-      body: BODY,
-      body_size: BODY.length,
-      content_type: 'application/json',
-      source_ip: null,
-    });
-  }
+  const caps = benchCaptures(org.id, endpoint.id, n);
   const outcomes = await storeCaptures(db, caps);
   if (outcomes.some((o) => o !== 'stored')) throw new Error(`captures not stored: ${[...new Set(outcomes)].join(', ')}`);
   return caps.map((c) => c.id);
