@@ -347,3 +347,18 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     assert.equal(await nextDueAt(t.db, 'agent', connected), null, 'nothing of theirs waits');
   });
 });
+
+describe('the claim commits without waiting for the WAL flush, and nothing else does', () => {
+  it('synchronous_commit is off inside the claim transaction only: every connection is back to on after claims, so captures stay durable when acknowledged', async () => {
+    await insertForwardDestination(t.db, ep, {});
+    await storeBodies();
+    const inside = await rolledBack(async (tx) => (await tx.query<{ s: string }>('select current_setting($1) as s', ['synchronous_commit'])).rows[0].s);
+    assert.equal(inside, 'off');
+    // several claims, some at once, so that on PostgreSQL several of the pool's connections ran one
+    const claims = await Promise.all(Array.from({ length: 4 }, () => claimDeliveries(t.db, { destinationType: 'https', agentIds: null, limit: 1, leaseMs: 60_000, node: 'n' })));
+    assert.equal(claims.reduce((n, c) => n + c.claimed.length, 0), 4);
+    // as many statements at once as the pool holds connections, each reading its connection's setting
+    const seen = await Promise.all(Array.from({ length: 12 }, () => t.db.query<{ s: string }>('select current_setting($1) as s', ['synchronous_commit'])));
+    assert.deepEqual(new Set(seen.map((r) => r.rows[0].s)), new Set(['on']));
+  });
+});
