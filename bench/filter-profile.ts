@@ -30,7 +30,7 @@ import { testCa } from '../test/helpers/https.ts';
 import { openBenchDb } from './bench-db.ts';
 import { CONCURRENCY } from './forward-load.ts';
 import { cpuNow, cpuSince } from './forward-measure.ts';
-import { providerEventBody } from './weir-process.ts';
+import { providerEventBody, TYPICAL_FILTER } from './weir-process.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -38,16 +38,6 @@ const PROFILE_DIR = process.env.BENCH_PROFILE ?? '';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-// The typical filter of issue 26 (bench/ingest.ts TYPICAL_FILTER): 5 rules, one $or.
-const TYPICAL_FILTER = {
-  headers: { 'content-type': { $startsWith: 'application/json' } },
-  body: {
-    type: { $startsWith: 'invoice.' },
-    $or: [{ data: { object: { currency: 'usd' } } }, { data: { object: { currency: 'eur' } } }],
-    data: { object: { amount: { $gte: 100 } } },
-    livemode: { $neq: true },
-  },
-};
 const BODY = Buffer.from(providerEventBody(4096));
 // what wrk sends in the ingest bench, as the ingest server stores it
 const HEADERS: Array<[string, string]> = [

@@ -36,7 +36,7 @@ import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator, type LoadResult } from './ingest-load.ts';
-import { child, providerEventBody, runLoad, spawnWeir, waitFor } from './weir-process.ts';
+import { child, providerEventBody, runLoad, spawnWeir, TYPICAL_FILTER, waitFor } from './weir-process.ts';
 import { startReceiver, testCa, type Receiver } from '../test/helpers/https.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -62,16 +62,6 @@ if (VERIFY && METRICS !== 'on') throw new Error('BENCH_VERIFY and BENCH_METRICS 
 const ROUTING = process.env.BENCH_ROUTING ?? '';
 if (ROUTING !== '' && ROUTING !== 'filter' && ROUTING !== 'dedup') throw new Error(`BENCH_ROUTING must be filter, dedup or unset, not ${JSON.stringify(ROUTING)}`);
 if (ROUTING && (METRICS !== 'on' || VERIFY)) throw new Error('BENCH_ROUTING pairs its own variants: leave BENCH_METRICS and BENCH_VERIFY unset');
-// The typical filter of issue 26: 5 rules, one $or, every bench capture matches it.
-const TYPICAL_FILTER = {
-  headers: { 'content-type': { $startsWith: 'application/json' } },
-  body: {
-    type: { $startsWith: 'invoice.' },
-    $or: [{ data: { object: { currency: 'usd' } } }, { data: { object: { currency: 'eur' } } }],
-    data: { object: { amount: { $gte: 100 } } },
-    livemode: { $neq: true },
-  },
-};
 let receiver: Receiver | undefined;
 const PAIRED = METRICS === 'both' || METRICS === 'control' || VERIFY !== '' || ROUTING !== '';
 const STRIPE_SECRET = 'whsec_' + randomBytes(24).toString('hex');

@@ -113,3 +113,14 @@ export async function runLoad(
     throw new Error(`load generator failed:\n${c.output()}`);
   }
 }
+
+// The typical filter of issue 26: 5 rules, one $or, every bench capture (providerEventBody) matches it; bench:ingest's BENCH_ROUTING=filter and bench/filter-profile.ts use it.
+export const TYPICAL_FILTER = {
+  headers: { 'content-type': { $startsWith: 'application/json' } },
+  body: {
+    type: { $startsWith: 'invoice.' },
+    $or: [{ data: { object: { currency: 'usd' } } }, { data: { object: { currency: 'eur' } } }],
+    data: { object: { amount: { $gte: 100 } } },
+    livemode: { $neq: true },
+  },
+};
