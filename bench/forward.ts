@@ -9,7 +9,11 @@
  *  (c) ingest-to-destination latency p50/p99: webhooks POSTed to the real
  *      ingest listener, timed from each one's scheduled send (open loop: a
  *      late producer does not hide latency), workers woken by NOTIFY versus
- *      by polling alone.
+ *      by polling alone;
+ *  (d) only with BENCH_PARTS containing d (it takes minutes; (a) always
+ *      runs): the same latency with NOTIFY wake-ups right after a flood of
+ *      BENCH_FLOOD captures (default 200,000) was queued and drained, when
+ *      the queue's tables and indexes carry what the flood left behind.
  * The database is PGlite in memory, or a fresh PostgreSQL database beside
  * DATABASE_URL when it is set. In (a) and (b) captures are written the way
  * the ingest batcher writes them (storeCaptures: capture rows and their
@@ -275,7 +279,7 @@ async function post(): Promise<string> {
   return answer.request_id;
 }
 
-async function latency(label: string, opts: { listen: boolean; pollMs: number }, rate: number): Promise<void> {
+async function latency(label: string, opts: { listen: boolean; pollMs: number }, rate: number, part = 'c'): Promise<void> {
   settled = 0;
   const w = worker(opts);
   await w.start();
@@ -298,7 +302,7 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
   await w.stop();
   const got = await arrivals();
   const lat = [...scheduled].map(([id, at]) => (got.get(id) ?? NaN) - at).filter((x) => !Number.isNaN(x));
-  console.log(`(c) ingest-to-destination latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} webhooks): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms; ${fmt(perForward, 2)} statements a forward`);
+  console.log(`(${part}) ingest-to-destination latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} webhooks): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms; ${fmt(perForward, 2)} statements a forward`);
 }
 
 const latencyRate = 20;
@@ -306,6 +310,16 @@ if (PARTS.includes('c')) {
   await latency('NOTIFY wake-ups (safety poll 5 s)', { listen: true, pollMs: 5_000 }, latencyRate);
   await latency('polling alone every 1 s', { listen: false, pollMs: 1_000 }, latencyRate);
   await latency('polling alone every 5 s (the safety poll)', { listen: false, pollMs: 5_000 }, latencyRate);
+}
+
+// --- (d) latency right after a flood has drained ----------------------------
+const FLOOD = Number(process.env.BENCH_FLOOD ?? 200_000);
+if (PARTS.includes('d')) {
+  const started = now();
+  const flood = await throughWeir(FLOOD);
+  await arrivals();
+  console.log(`(d) a flood of ${FLOOD} captures queued and drained in ${fmt((now() - started) / 1000)} s (drained at ${fmt(flood.rate)} forwards/s, ${fmt(flood.statements, 2)} statements a forward)`);
+  await latency(`NOTIFY wake-ups right after a ${FLOOD}-capture flood drained`, { listen: true, pollMs: 5_000 }, latencyRate, 'd');
 }
 
 receiver.send('exit');
