@@ -56,6 +56,15 @@ function threads(pid: number): Map<string, number> {
   return out;
 }
 
+/** Page faults of the whole process (minor, major: /proc/<pid>/stat) and the main thread's context switches (voluntary, involuntary). */
+function processCounters(pid: number): number[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const num = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+  return [Number(f[7]), Number(f[9]), num('voluntary_ctxt_switches'), num('nonvoluntary_ctxt_switches')];
+}
+
 async function groupSizes(w: WeirProcess): Promise<{ sum: number; count: number }> {
   const text = await (await fetch(`${w.api}/metrics`)).text();
   const num = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
@@ -156,6 +165,7 @@ async function main(): Promise<void> {
     const load = (w: WeirProcess, seconds: number) => runLoad({ url: w.ingestUrl, seconds, connections: 50, bodyFile }, env);
     await Promise.all(pair.map((p) => load(p.w, WARMUP)));
     const before = pair.map((p) => threads(p.w.pid));
+    const countersBefore = pair.map((p) => processCounters(p.w.pid));
     const groupsBefore = await Promise.all(pair.map((p) => groupSizes(p.w)));
     const windowFrom = Date.now();
     const perf = PERF
@@ -168,6 +178,7 @@ async function main(): Promise<void> {
     await Promise.all(perf);
     const windowTo = Date.now();
     const after = pair.map((p) => threads(p.w.pid));
+    const countersAfter = pair.map((p) => processCounters(p.w.pid));
     const groupsAfter = await Promise.all(pair.map((p) => groupSizes(p.w)));
     for (let i = 0; i < pair.length; i++) {
       const n = results[i].requests;
@@ -181,6 +192,8 @@ async function main(): Promise<void> {
       }
       console.log(`${pair[i].name}: ${results[i].rps.toFixed(0)} captures/s, ${n} captures, errors ${results[i].errors + results[i].timeouts}, non-2xx ${results[i].non2xx}, mean group ${(g.sum / g.count).toFixed(1)} (${g.count} groups)`);
       console.log(`  CPU per capture, every thread: ${total.toFixed(1)} µs`);
+      const c = countersAfter[i].map((v, k) => (v - countersBefore[i][k]) / n);
+      console.log(`  per capture: minor page faults ${c[0].toFixed(3)}, major ${c[1].toFixed(4)}, main thread context switches ${c[2].toFixed(3)} voluntary, ${c[3].toFixed(3)} involuntary`);
       for (const l of lines) console.log(l);
     }
     if (PERF) printPerf(results.map((r) => r.requests));
