@@ -5,11 +5,17 @@
  * capture statement (src/ingest/server.ts), on a Verifier prepared once per
  * endpoint cache fill, so a capture pays for the HMAC and nothing else.
  *
- * Every comparison of a signature is timingSafeEqual over the decoded bytes
- * (equal lengths first: a length is not a secret).
+ * Every comparison of a signature runs in constant time: over the digest's
+ * text as the provider encodes it (hex without regard to case, base64
+ * exactly), every character compared, no early exit (equal lengths first:
+ * a length is not a secret). The check makes no Buffer per capture and no
+ * copy of a header name: in the ingest listener on PGlite every byte a
+ * capture allocates brings the next scavenge of the young generation
+ * closer, and each one copies what the pending captures hold alive, so
+ * allocation there costs several times what it costs in a loop
+ * (docs/verification.md, Measured).
  */
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
-import { headerValues } from '../ingest/request-parts.ts';
 
 import { PROVIDERS, type Provider, type VerificationStatus } from './providers.ts';
 
@@ -34,7 +40,8 @@ export interface VerificationResult {
 export interface HmacKey {
   algorithm: HmacAlgorithm;
   innerPad: Buffer;
-  outerPad: Buffer;
+  /** The outer pad followed by room for the inner digest: the outer hash's whole message, written in place. */
+  outer: Buffer;
 }
 
 /** What the ingest listener holds for an endpoint with verification (prepared by settings.ts prepareVerifier). */
@@ -80,21 +87,34 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const INTEGER = /^\d{1,15}$/;
 const DIGEST_BYTES: Record<HmacAlgorithm, number> = { sha1: 20, sha256: 32, sha512: 64 };
 
-/** A signature as bytes, or undefined when it is not in the encoding or not the digest's length. */
-function decode(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm): Buffer | undefined {
-  const s = sig.trim();
+/** A signature as sent, in its provider's encoding. */
+interface Signature {
+  text: string;
+  encoding: HmacEncoding;
+}
+
+const HEX_CHAR = /^[0-9a-fA-F]*$/;
+
+/** The signature, trimmed, if it is a digest of `algorithm` in `encoding`; undefined when malformed. */
+function signature(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm): Signature | undefined {
+  const text = sig.trim();
   const size = DIGEST_BYTES[algorithm];
-  if (encoding === 'hex') {
-    // Buffer.from stops at the first pair that is not hex, so exactly
-    // twice the digest's length in characters decoding to the digest's
-    // length in bytes means every character was hex (no regex per capture).
-    if (s.length !== size * 2) return undefined;
-    const bytes = Buffer.from(s, 'hex');
-    return bytes.length === size ? bytes : undefined;
-  }
-  if (!BASE64.test(s) || s.length % 4 !== 0) return undefined;
-  const bytes = Buffer.from(s, encoding);
-  return bytes.length === size ? bytes : undefined;
+  if (encoding === 'hex') return text.length === size * 2 && HEX_CHAR.test(text) ? { text, encoding } : undefined;
+  return text.length === 4 * Math.ceil(size / 3) && BASE64.test(text) && Buffer.byteLength(text, 'base64') === size ? { text, encoding } : undefined;
+}
+
+/**
+ * Whether a well-formed signature is the expected digest (lower-case hex or
+ * base64, as crypto.hash writes them), in constant time: every character
+ * is compared, hex letters without regard to case.
+ */
+function sameDigest(sig: Signature, expected: string): boolean {
+  const text = sig.text;
+  if (text.length !== expected.length) return false;
+  const fold = sig.encoding === 'hex' ? 0x20 : 0;
+  let diff = 0;
+  for (let i = 0; i < text.length; i++) diff |= (text.charCodeAt(i) | fold) ^ expected.charCodeAt(i);
+  return diff === 0;
 }
 
 const BLOCK_BYTES: Record<HmacAlgorithm, number> = { sha1: 64, sha256: 64, sha512: 128 };
@@ -117,73 +137,81 @@ export function hmacKey(secret: Buffer, algorithm: HmacAlgorithm): HmacKey {
     innerPad[i] ^= key[i];
     outerPad[i] ^= key[i];
   }
-  return { algorithm, innerPad, outerPad };
+  const outer = Buffer.alloc(block + DIGEST_BYTES[algorithm]);
+  outerPad.copy(outer, 0);
+  return { algorithm, innerPad, outer };
 }
+
+// The inner hash's message (the inner pad, then the signed parts), written
+// here for every capture's check: the check is synchronous, so one use ends
+// before the next begins. Not Buffer.allocUnsafe: its shared pool would
+// hand the key-derived pad to other code, and each call makes a Buffer.
+let message = Buffer.allocUnsafeSlow(16 * 1024);
 
 /**
  * HMAC of the parts' concatenation (strings as UTF-8, as Hmac.update reads
  * them): H(outer pad || H(inner pad || message)), with the pads prepared
- * once per secret. Not createHmac: each call of it builds an OpenSSL HMAC
- * context (looking the digest up in OpenSSL's provider store) and a native
- * object for the garbage collector, which in the ingest listener, between
- * the HTTP parser and PGlite, cost the main thread several times what the
- * same call costs in a loop (docs/verification.md, Measured). crypto.hash
- * is one native call on a digest Node fetched once, with no object left
- * behind; its digests come back as hex, because a digest returned as a
- * Buffer is made by native code as an ArrayBuffer of its own, which the
- * collector then tracks.
+ * once per secret, as text in `encoding`. Not createHmac: each call of it
+ * builds an OpenSSL HMAC context (looking the digest up in OpenSSL's
+ * provider store) and a native object for the garbage collector. crypto.hash
+ * is one native call on a digest Node fetched once; the inner digest is
+ * written as hex into the key's outer message, and the outer digest comes
+ * back as text, so no Buffer is made.
  */
-function hmac(key: HmacKey, parts: readonly (string | Buffer)[]): Buffer {
+function hmac(key: HmacKey, parts: readonly (string | Buffer)[], encoding: HmacEncoding): string {
   const block = key.innerPad.length;
   let size = block;
   for (const p of parts) size += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
   let inner: string;
   if (size <= ONE_SHOT_MAX_BYTES) {
-    const message = Buffer.allocUnsafe(size);
+    if (message.length < size) message = Buffer.allocUnsafeSlow(ONE_SHOT_MAX_BYTES);
     key.innerPad.copy(message, 0);
     let at = block;
     for (const p of parts) at += typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
-    inner = hash(key.algorithm, message, 'hex');
-    wipePad(message, block);
+    inner = hash(key.algorithm, message.subarray(0, size), 'hex');
   } else {
     const h = createHash(key.algorithm).update(key.innerPad);
     for (const p of parts) h.update(p);
     inner = h.digest('hex');
   }
-  const outer = Buffer.allocUnsafe(block + inner.length / 2);
-  key.outerPad.copy(outer, 0);
-  outer.write(inner, block, 'hex');
-  const digest = hash(key.algorithm, outer, 'hex');
-  wipePad(outer, block);
-  return Buffer.from(digest, 'hex');
+  key.outer.write(inner, block, 'hex');
+  return hash(key.algorithm, key.outer, encoding);
 }
 
-/** The key-derived pad leaves no copy in the shared Buffer pool that allocUnsafe hands out again. */
-function wipePad(buf: Buffer, block: number): void {
-  buf.fill(0, 0, block);
-}
-
-/** The keys valid now: the current one, and the previous one until its overlap ends. */
-function keysOf(v: Verifier, nowMs: number): HmacKey[] {
-  return v.previousKey && v.previousExpiresAt !== null && nowMs < v.previousExpiresAt ? [v.key, v.previousKey] : [v.key];
-}
-
-/**
- * True when any candidate signature matches the HMAC of `parts` under any
- * valid key. Every pair is compared (no early exit on the first key), in
- * constant time each.
- */
-function anyMatches(v: Verifier, nowMs: number, parts: readonly (string | Buffer)[], candidates: readonly Buffer[]): boolean {
+/** Whether any candidate is the HMAC of `parts` under `key`; every candidate is compared. */
+function matchesUnder(key: HmacKey, parts: readonly (string | Buffer)[], candidates: readonly Signature[]): boolean {
+  const expected = hmac(key, parts, candidates[0].encoding);
   let ok = false;
-  for (const key of keysOf(v, nowMs)) {
-    const expected = hmac(key, parts);
-    for (const c of candidates) if (c.length === expected.length && timingSafeEqual(c, expected)) ok = true;
-  }
+  for (const c of candidates) if (sameDigest(c, expected)) ok = true;
   return ok;
 }
 
+/**
+ * True when any candidate signature matches the HMAC of `parts` under a
+ * valid key: the current one, and the previous one until its overlap ends
+ * (checked per capture: the cache may outlive the expiry). Every pair is
+ * compared, no early exit on the first key.
+ */
+function anyMatches(v: Verifier, nowMs: number, parts: readonly (string | Buffer)[], candidates: readonly Signature[]): boolean {
+  const current = matchesUnder(v.key, parts, candidates);
+  const previous = v.previousKey !== null && v.previousExpiresAt !== null && nowMs < v.previousExpiresAt && matchesUnder(v.previousKey, parts, candidates);
+  return current || previous;
+}
+
+/** The first value of a header; names compared without regard to case, without a lower-case copy of each. */
 function first(raw: readonly string[], lowerName: string): string | undefined {
-  return headerValues(raw, lowerName)[0];
+  for (let i = 0; i < raw.length; i += 2) if (sameName(raw[i], lowerName)) return raw[i + 1];
+  return undefined;
+}
+
+/** Whether a header name (ASCII: Node's parser takes nothing else) is `lower` in any case. */
+function sameName(name: string, lower: string): boolean {
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 65 && c <= 90 ? c | 0x20 : c) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 function withinTolerance(v: Verifier, timestampSeconds: number, nowMs: number): boolean {
@@ -194,30 +222,44 @@ function withinTolerance(v: Verifier, timestampSeconds: number, nowMs: number): 
 function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
   const header = first(r.rawHeaders, 'stripe-signature');
   if (header === undefined) return FAILED.missing_signature;
+  // Items are read in place (a key is compared where it lies; only values
+  // are cut out), the last `t` counting, as a split would have it.
   let t: string | undefined;
-  const sigs: Buffer[] = [];
-  for (const item of header.split(',')) {
-    const eq = item.indexOf('=');
-    if (eq < 0) continue;
-    const k = item.slice(0, eq).trim();
-    const val = item.slice(eq + 1).trim();
-    if (k === 't') t = val;
-    else if (k === 'v1') {
-      const bytes = decode(val, 'hex', 'sha256');
-      if (!bytes) return FAILED.malformed_signature;
-      sigs.push(bytes);
+  const sigs: Signature[] = [];
+  for (let start = 0; start <= header.length; ) {
+    let end = header.indexOf(',', start);
+    if (end < 0) end = header.length;
+    const eq = header.indexOf('=', start);
+    if (eq >= 0 && eq < end) {
+      const key = keyOf(header, start, eq);
+      if (key === 't') t = header.slice(eq + 1, end).trim();
+      else if (key === 'v1') {
+        const sig = signature(header.slice(eq + 1, end), 'hex', 'sha256');
+        if (!sig) return FAILED.malformed_signature;
+        sigs.push(sig);
+      }
     }
+    start = end + 1;
   }
   if (t === undefined || !INTEGER.test(t) || sigs.length === 0) return FAILED.malformed_signature;
   if (!anyMatches(v, nowMs, [t, '.', r.body], sigs)) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
+/** Which of Stripe's keys `header[from, to)` is, spaces around it ignored: 't', 'v1' or null (any other). */
+function keyOf(header: string, from: number, to: number): 't' | 'v1' | null {
+  while (from < to && header.charCodeAt(from) <= 32) from++;
+  while (to > from && header.charCodeAt(to - 1) <= 32) to--;
+  if (to - from === 1 && header.charCodeAt(from) === 116) return 't';
+  if (to - from === 2 && header.charCodeAt(from) === 118 && header.charCodeAt(from + 1) === 49) return 'v1';
+  return null;
+}
+
 /** GitHub: `X-Hub-Signature-256: sha256={hex HMAC-SHA256 of the body}`. */
 function github(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
   const header = first(r.rawHeaders, 'x-hub-signature-256');
   if (header === undefined) return FAILED.missing_signature;
-  const sig = header.startsWith('sha256=') ? decode(header.slice(7), 'hex', 'sha256') : undefined;
+  const sig = header.startsWith('sha256=') ? signature(header.slice(7), 'hex', 'sha256') : undefined;
   if (!sig) return FAILED.malformed_signature;
   return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
 }
@@ -226,7 +268,7 @@ function github(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
 function shopify(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
   const header = first(r.rawHeaders, 'x-shopify-hmac-sha256');
   if (header === undefined) return FAILED.missing_signature;
-  const sig = decode(header, 'base64', 'sha256');
+  const sig = signature(header, 'base64', 'sha256');
   if (!sig) return FAILED.malformed_signature;
   return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
 }
@@ -236,7 +278,7 @@ function slack(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult
   const header = first(r.rawHeaders, 'x-slack-signature');
   const ts = first(r.rawHeaders, 'x-slack-request-timestamp');
   if (header === undefined || ts === undefined) return FAILED.missing_signature;
-  const sig = header.startsWith('v0=') ? decode(header.slice(3), 'hex', 'sha256') : undefined;
+  const sig = header.startsWith('v0=') ? signature(header.slice(3), 'hex', 'sha256') : undefined;
   const t = ts.trim();
   if (!sig || !INTEGER.test(t)) return FAILED.malformed_signature;
   if (!anyMatches(v, nowMs, ['v0:', t, ':', r.body], [sig])) return FAILED.bad_signature;
@@ -255,11 +297,11 @@ function standardWebhooks(v: Verifier, r: SignedRequest, nowMs: number): Verific
   if (id === undefined || ts === undefined || header === undefined) return FAILED.missing_signature;
   const t = ts.trim();
   if (!INTEGER.test(t)) return FAILED.malformed_signature;
-  const sigs: Buffer[] = [];
+  const sigs: Signature[] = [];
   for (const item of header.split(' ')) {
     if (!item.startsWith('v1,')) continue;
-    const bytes = decode(item.slice(3), 'base64', 'sha256');
-    if (bytes) sigs.push(bytes);
+    const sig = signature(item.slice(3), 'base64', 'sha256');
+    if (sig) sigs.push(sig);
   }
   if (sigs.length === 0) return FAILED.malformed_signature;
   if (!anyMatches(v, nowMs, [id, '.', t, '.', r.body], sigs)) return FAILED.bad_signature;
@@ -289,14 +331,14 @@ export function twilioUrls(base: string, r: Pick<SignedRequest, 'slug' | 'path' 
 function twilio(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
   const header = first(r.rawHeaders, 'x-twilio-signature');
   if (header === undefined) return FAILED.missing_signature;
-  const sig = decode(header, 'base64', 'sha1');
+  const sig = signature(header, 'base64', 'sha1');
   if (!sig) return FAILED.malformed_signature;
   const bodyHash = new URLSearchParams(r.query).get('bodySHA256');
   let params = '';
   if (bodyHash !== null) {
     const actual = createHash('sha256').update(r.body).digest();
-    const claimed = decode(bodyHash, 'hex', 'sha256');
-    if (!claimed || !timingSafeEqual(claimed, actual)) return FAILED.bad_signature;
+    const claimed = signature(bodyHash, 'hex', 'sha256');
+    if (!claimed || !timingSafeEqual(Buffer.from(claimed.text, 'hex'), actual)) return FAILED.bad_signature;
   } else if (/^application\/x-www-form-urlencoded\b/i.test(first(r.rawHeaders, 'content-type') ?? '')) {
     const form = new URLSearchParams(r.body.toString('utf8'));
     const names = [...new Set(form.keys())].sort();
@@ -311,7 +353,7 @@ function genericHmac(v: Verifier, r: SignedRequest, nowMs: number): Verification
   const header = first(r.rawHeaders, v.header!);
   if (header === undefined) return FAILED.missing_signature;
   const prefix = v.prefix ?? '';
-  const sig = header.startsWith(prefix) ? decode(header.slice(prefix.length), v.encoding, v.algorithm) : undefined;
+  const sig = header.startsWith(prefix) ? signature(header.slice(prefix.length), v.encoding, v.algorithm) : undefined;
   if (!sig) return FAILED.malformed_signature;
   return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
 }
