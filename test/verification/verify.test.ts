@@ -282,3 +282,30 @@ describe('the HMAC itself (pads prepared once per secret, not createHmac per cap
     }
   });
 });
+
+describe('the buffers a check reuses (the HMAC messages) carry nothing from one check to the next', () => {
+  test('bodies of every size in turn (empty, 1 KiB, 20 KiB past the first buffer, 70 KiB streamed, then small again), each provider, good and bad', async () => {
+    const sizes = [0, 1024, 20 * 1024, 70 * 1024, 10, 1024];
+    for (const s of SCHEMES) {
+      const v = verifier(s.provider, s.secret, s.extra);
+      for (const size of sizes) {
+        const body = s.contentType === 'application/x-www-form-urlencoded' ? `Body=${'x'.repeat(size)}` : randomBytes(size).toString('base64').slice(0, size);
+        const headers = { ...(await s.sign(s.secret, body, now())), 'Content-Type': s.contentType ?? 'application/json' };
+        assert.deepEqual(verifyRequest(v, request(headers, body)), verified, `${s.provider}, ${size} bytes`);
+        const wrong = { ...(await s.sign(s.otherSecret, body, now())), 'Content-Type': s.contentType ?? 'application/json' };
+        assert.deepEqual(verifyRequest(v, request(wrong, body)), failed('bad_signature'), `${s.provider}, ${size} bytes, other secret`);
+      }
+    }
+  });
+  test('base64 signatures: the canonical text of the digest verifies, and one character changed anywhere does not', () => {
+    const secret = 'shpss_' + randomBytes(16).toString('hex');
+    const v = verifier('shopify', secret);
+    const good = createHmac('sha256', secret).update('{}').digest('base64');
+    const sig = (value: string) => verifyRequest(v, request({ 'X-Shopify-Hmac-Sha256': value }, '{}'));
+    assert.deepEqual(sig(good), verified);
+    for (let i = 0; i < good.length - 1; i++) {
+      const c = good[i] === 'A' ? 'B' : 'A';
+      assert.notDeepEqual(sig(good.slice(0, i) + c + good.slice(i + 1)), verified, `position ${i}`);
+    }
+  });
+});
