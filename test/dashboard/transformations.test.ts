@@ -41,7 +41,7 @@ describe('dashboard: transformations', () => {
     // test the good code against the newest capture: the transformed request beside the original
     await code.fill(CODE);
     await form.getByText('Test the code against a recent capture').click();
-    await form.getByLabel('Capture').waitFor(LONG);
+    await form.getByLabel('Capture', { exact: true }).waitFor(LONG);
     await form.getByRole('button', { name: 'Run the code on it' }).click();
     const transformed = form.getByRole('region', { name: 'Transformed request' });
     await expectText(transformed.locator('[data-field="body"]'), /"cents": 2000/);
