@@ -43,8 +43,28 @@ export function headerPairs(raw: readonly string[]): [string, string][] {
 /** Every value of one header (case-insensitive name), in order. */
 export function headerValues(raw: readonly string[], lowerName: string): string[] {
   const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === lowerName.length && raw[i].toLowerCase() === lowerName) out.push(raw[i + 1]);
+  for (let i = 0; i < raw.length; i += 2) if (sameHeaderName(raw[i], lowerName)) out.push(raw[i + 1]);
   return out;
+}
+
+/** The first value of one header (case-insensitive name), or undefined. */
+export function headerValue(raw: readonly string[], lowerName: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) if (sameHeaderName(raw[i], lowerName)) return raw[i + 1];
+  return undefined;
+}
+
+/**
+ * Whether a header name is `lower` in any case, compared where it lies (no
+ * lower-cased copy of every name on the ingest path). Names are ASCII:
+ * Node's HTTP parser accepts nothing else in a header name.
+ */
+function sameHeaderName(name: string, lower: string): boolean {
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 65 && c <= 90 ? c | 0x20 : c) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 export type BodyResult = { ok: true; body: Buffer } | { ok: false; reason: 'too_large' | 'aborted' };

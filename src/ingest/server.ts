@@ -8,7 +8,7 @@ import { newId } from '../db/ids.ts';
 import { idTime } from '../requests/capture-ids.ts';
 import { CaptureBatcher } from './batcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
-import { headerPairs, headerValues, parseTarget, readBody } from './request-parts.ts';
+import { headerPairs, headerValue, headerValues, parseTarget, readBody } from './request-parts.ts';
 import { sourceAddress, trustedProxies } from './source-ip.ts';
 import { verifyRequest, type VerificationResult } from '../verification/verify.ts';
 import { dedupKeyHash } from '../routing/dedup.ts';
@@ -137,7 +137,7 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
         headers: headerPairs(raw),
         body: body.body,
         body_size: body.body.length,
-        content_type: headerValues(raw, 'content-type')[0] ?? null,
+        content_type: headerValue(raw, 'content-type') ?? null,
         source_ip: sourceAddress(req.socket.remoteAddress, proxies ? headerValues(raw, 'x-forwarded-for') : [], proxies),
         verification_status: verification?.status ?? null,
         verification_reason: verification?.reason ?? null,

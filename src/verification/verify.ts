@@ -15,7 +15,8 @@
  * allocation there costs several times what it costs in a loop
  * (docs/verification.md, Measured).
  */
-import { createHash, hash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
+import { headerValue } from '../ingest/request-parts.ts';
 
 import { PROVIDERS, type Provider, type VerificationStatus } from './providers.ts';
 
@@ -198,29 +199,13 @@ function anyMatches(v: Verifier, nowMs: number, parts: readonly (string | Buffer
   return current || previous;
 }
 
-/** The first value of a header; names compared without regard to case, without a lower-case copy of each. */
-function first(raw: readonly string[], lowerName: string): string | undefined {
-  for (let i = 0; i < raw.length; i += 2) if (sameName(raw[i], lowerName)) return raw[i + 1];
-  return undefined;
-}
-
-/** Whether a header name (ASCII: Node's parser takes nothing else) is `lower` in any case. */
-function sameName(name: string, lower: string): boolean {
-  if (name.length !== lower.length) return false;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    if ((c >= 65 && c <= 90 ? c | 0x20 : c) !== lower.charCodeAt(i)) return false;
-  }
-  return true;
-}
-
 function withinTolerance(v: Verifier, timestampSeconds: number, nowMs: number): boolean {
   return Math.abs(nowMs / 1000 - timestampSeconds) <= v.toleranceSeconds;
 }
 
 /** Stripe: `Stripe-Signature: t=...,v1=...[,v1=...]`, HMAC-SHA256 of `{t}.{body}`, hex. */
 function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const header = first(r.rawHeaders, 'stripe-signature');
+  const header = headerValue(r.rawHeaders, 'stripe-signature');
   if (header === undefined) return FAILED.missing_signature;
   // Items are read in place (a key is compared where it lies; only values
   // are cut out), the last `t` counting, as a split would have it.
@@ -257,7 +242,7 @@ function keyOf(header: string, from: number, to: number): 't' | 'v1' | null {
 
 /** GitHub: `X-Hub-Signature-256: sha256={hex HMAC-SHA256 of the body}`. */
 function github(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const header = first(r.rawHeaders, 'x-hub-signature-256');
+  const header = headerValue(r.rawHeaders, 'x-hub-signature-256');
   if (header === undefined) return FAILED.missing_signature;
   const sig = header.startsWith('sha256=') ? signature(header.slice(7), 'hex', 'sha256') : undefined;
   if (!sig) return FAILED.malformed_signature;
@@ -266,7 +251,7 @@ function github(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
 
 /** Shopify: `X-Shopify-Hmac-Sha256: {base64 HMAC-SHA256 of the body}`. */
 function shopify(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const header = first(r.rawHeaders, 'x-shopify-hmac-sha256');
+  const header = headerValue(r.rawHeaders, 'x-shopify-hmac-sha256');
   if (header === undefined) return FAILED.missing_signature;
   const sig = signature(header, 'base64', 'sha256');
   if (!sig) return FAILED.malformed_signature;
@@ -275,8 +260,8 @@ function shopify(v: Verifier, r: SignedRequest, nowMs: number): VerificationResu
 
 /** Slack: `X-Slack-Signature: v0={hex HMAC-SHA256 of v0:{X-Slack-Request-Timestamp}:{body}}`. */
 function slack(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const header = first(r.rawHeaders, 'x-slack-signature');
-  const ts = first(r.rawHeaders, 'x-slack-request-timestamp');
+  const header = headerValue(r.rawHeaders, 'x-slack-signature');
+  const ts = headerValue(r.rawHeaders, 'x-slack-request-timestamp');
   if (header === undefined || ts === undefined) return FAILED.missing_signature;
   const sig = header.startsWith('v0=') ? signature(header.slice(3), 'hex', 'sha256') : undefined;
   const t = ts.trim();
@@ -291,9 +276,9 @@ function slack(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult
  * more space-separated `v1,{sig}` (other versions are ignored).
  */
 function standardWebhooks(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const id = first(r.rawHeaders, 'webhook-id');
-  const ts = first(r.rawHeaders, 'webhook-timestamp');
-  const header = first(r.rawHeaders, 'webhook-signature');
+  const id = headerValue(r.rawHeaders, 'webhook-id');
+  const ts = headerValue(r.rawHeaders, 'webhook-timestamp');
+  const header = headerValue(r.rawHeaders, 'webhook-signature');
   if (id === undefined || ts === undefined || header === undefined) return FAILED.missing_signature;
   const t = ts.trim();
   if (!INTEGER.test(t)) return FAILED.malformed_signature;
@@ -329,17 +314,16 @@ export function twilioUrls(base: string, r: Pick<SignedRequest, 'slug' | 'path' 
  * the URL alone is signed and the body must hash to that value.
  */
 function twilio(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const header = first(r.rawHeaders, 'x-twilio-signature');
+  const header = headerValue(r.rawHeaders, 'x-twilio-signature');
   if (header === undefined) return FAILED.missing_signature;
   const sig = signature(header, 'base64', 'sha1');
   if (!sig) return FAILED.malformed_signature;
   const bodyHash = new URLSearchParams(r.query).get('bodySHA256');
   let params = '';
   if (bodyHash !== null) {
-    const actual = createHash('sha256').update(r.body).digest();
     const claimed = signature(bodyHash, 'hex', 'sha256');
-    if (!claimed || !timingSafeEqual(Buffer.from(claimed.text, 'hex'), actual)) return FAILED.bad_signature;
-  } else if (/^application\/x-www-form-urlencoded\b/i.test(first(r.rawHeaders, 'content-type') ?? '')) {
+    if (!claimed || !sameDigest(claimed, hash('sha256', r.body, 'hex'))) return FAILED.bad_signature;
+  } else if (/^application\/x-www-form-urlencoded\b/i.test(headerValue(r.rawHeaders, 'content-type') ?? '')) {
     const form = new URLSearchParams(r.body.toString('utf8'));
     const names = [...new Set(form.keys())].sort();
     for (const name of names) for (const value of [...new Set(form.getAll(name))].sort()) params += name + value;
@@ -350,7 +334,7 @@ function twilio(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
 
 /** Generic HMAC: the configured header holds `{prefix}{signature of the body}` in hex or base64. */
 function genericHmac(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
-  const header = first(r.rawHeaders, v.header!);
+  const header = headerValue(r.rawHeaders, v.header!);
   if (header === undefined) return FAILED.missing_signature;
   const prefix = v.prefix ?? '';
   const sig = header.startsWith(prefix) ? signature(header.slice(prefix.length), v.encoding, v.algorithm) : undefined;
