@@ -52,9 +52,10 @@ export function counted(db: Db, c: Counter): Db {
     kind: db.kind,
     query: q.query,
     exec: q.exec,
-    transaction: (fn) => {
-      c.statements += 2; // BEGIN, COMMIT
-      return db.transaction((tx) => fn(countQueries(tx, c)));
+    transaction: (fn, opts) => {
+      // BEGIN, COMMIT; settings go with BEGIN on PostgreSQL, separately on PGlite
+      c.statements += opts?.settings && db.kind === 'pglite' ? 3 : 2;
+      return db.transaction((tx) => fn(countQueries(tx, c)), opts);
     },
     session: (fn) => db.session((conn) => fn(countQueries(conn, c))),
     listen: (channel, onNotify, onReconnect) => db.listen(channel, onNotify, onReconnect),

@@ -23,10 +23,18 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+export interface TransactionOptions {
+  /**
+   * Statements without parameters (`set local ...`) that open the
+   * transaction: on PostgreSQL sent together with BEGIN, in one round trip.
+   */
+  settings?: string;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /**
    * Runs fn on one connection, outside any transaction: for statements that
    * refuse a transaction block (VACUUM) under a session-level advisory lock.

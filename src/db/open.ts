@@ -75,7 +75,7 @@ function fence(db: Db, lost: () => string | undefined, release: () => void): Db 
   return {
     ...db,
     ...guard(db),
-    transaction: (fn) => refused() ?? db.transaction((tx) => fn(guard(tx))),
+    transaction: (fn, opts) => refused() ?? db.transaction((tx) => fn(guard(tx)), opts),
     session: (fn) => refused() ?? db.session((conn) => fn(guard(conn))),
     async close() {
       if (!lost()) await db.close();

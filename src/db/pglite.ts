@@ -146,7 +146,11 @@ export async function openPglite(dataDir?: string, opts: { checkpoints?: Checkpo
   return {
     kind: 'pglite',
     ...base,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx, namedInTransaction))),
+    transaction: (fn, opts) =>
+      pg.transaction(async (tx) => {
+        if (opts?.settings) await tx.exec(opts.settings);
+        return fn(wrap(tx, namedInTransaction));
+      }),
     session: (fn) => fn(base),
     async listen(channel, onNotify) {
       // LISTEN in PGlite is in-process: it never disconnects, so onReconnect never runs.

@@ -183,11 +183,12 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
   return {
     kind: 'postgres',
     ...wrap(pool),
-    async transaction(fn) {
+    async transaction(fn, opts) {
       const client = await pool.connect();
       let result;
       try {
-        await client.query('BEGIN');
+        // one simple query: BEGIN and the settings are a single round trip
+        await client.query(opts?.settings ? `BEGIN; ${opts.settings}` : 'BEGIN');
         result = await fn(wrap(client));
         // PostgreSQL answers COMMIT of a transaction in which a statement
         // failed (and the error was caught) with a silent ROLLBACK. Throw, as

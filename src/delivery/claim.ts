@@ -57,20 +57,20 @@ export interface ClaimResult {
  * `pacedBatches` on its next claim.
  */
 export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimResult> {
+  // A queue table misleads the planner: statistics (PostgreSQL's taken
+  // while the queue was empty, PGlite's none at all) say almost nothing is
+  // pending, so it reads every due row and sorts them: a cost growing with
+  // the backlog exactly when a backlog builds. Only the ordered scan of
+  // deliveries_due is allowed here; it stops after `limit` rows. The
+  // settings travel with BEGIN (one round trip on PostgreSQL).
   return db.transaction(async (tx) => {
-    // A queue table misleads the planner: statistics (PostgreSQL's taken
-    // while the queue was empty, PGlite's none at all) say almost nothing is
-    // pending, so it reads every due row and sorts them: a cost growing with
-    // the backlog exactly when a backlog builds. Only the ordered scan of
-    // deliveries_due is allowed here; it stops after `limit` rows.
-    await tx.exec(CLAIM_PLAN_SETTINGS);
     if (!o.pacedBatches) {
       const fast = await claimIn(tx, o, false);
       // claimed nothing: either nothing was due, or the statement's guard saw a paced batch
       if (fast.claimed.length + fast.rescheduled > 0 || !(await pacedBatchesExist(tx))) return fast;
     }
     return claimIn(tx, o, true);
-  });
+  }, { settings: CLAIM_PLAN_SETTINGS });
 }
 
 /**

@@ -109,6 +109,39 @@ describe('transactions', () => {
     await assert.rejects(tdb.db.transaction((tx) => tx.query('select * from no_such_table')));
     assert.equal((await tdb.db.query<{ one: number }>('select 1 as one')).rows[0].one, 1);
   });
+
+  it('opens with its settings, which end with it, committed or rolled back', async () => {
+    const setting = async (q: { query: typeof tdb.db.query }) => (await q.query<{ s: string }>(`select current_setting('lock_timeout') as s`)).rows[0].s;
+    const outside = await setting(tdb.db);
+    const settings = `set local lock_timeout = '1234ms'; set local enable_seqscan = off`;
+    assert.deepEqual(await tdb.db.transaction(async (tx) => [await setting(tx), (await tx.query<{ s: string }>(`select current_setting('enable_seqscan') as s`)).rows[0].s], { settings }), ['1234ms', 'off']);
+    await assert.rejects(
+      tdb.db.transaction(async (tx) => {
+        assert.equal(await setting(tx), '1234ms');
+        throw new Error('rollback');
+      }, { settings }),
+      /rollback/,
+    );
+    // every pooled connection is back to its own setting
+    const seen = await Promise.all(Array.from({ length: 12 }, () => setting(tdb.db)));
+    assert.deepEqual(new Set(seen), new Set([outside]));
+  });
+
+  it('rejects settings that do not parse, runs nothing of the transaction, and leaves the database usable', async () => {
+    let ran = false;
+    await assert.rejects(
+      tdb.db.transaction(
+        async (tx) => {
+          ran = true;
+          await tx.query('insert into db_test (id) values (23)');
+        },
+        { settings: 'set local no_such_setting_at_all = on' },
+      ),
+    );
+    assert.equal(ran, false);
+    assert.equal((await tdb.db.query('select 1 from db_test where id = 23')).rows.length, 0);
+    assert.equal((await tdb.db.query<{ one: number }>('select 1 as one')).rows[0].one, 1);
+  });
 });
 
 describe('LISTEN/NOTIFY', () => {

@@ -39,11 +39,13 @@ const ROLLBACK = new Error('rollback');
 async function rolledBack<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
   let out: T | undefined;
   await t.db
-    .transaction(async (tx) => {
-      await tx.exec(CLAIM_PLAN_SETTINGS);
-      out = await fn(tx);
-      throw ROLLBACK;
-    })
+    .transaction(
+      async (tx) => {
+        out = await fn(tx);
+        throw ROLLBACK;
+      },
+      { settings: CLAIM_PLAN_SETTINGS },
+    )
     .catch((err) => {
       if (err !== ROLLBACK) throw err;
     });
@@ -112,11 +114,10 @@ const VARIANTS: Variant[] = [
 
 /** Runs one claim statement (committed) as claimDeliveries does. */
 async function claimWith(v: Variant, who: string | string[], limit: number): Promise<ClaimRow[]> {
-  return t.db.transaction(async (tx) => {
-    await tx.exec(CLAIM_PLAN_SETTINGS);
-    const { rows } = await tx.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node']);
-    return rows;
-  });
+  return t.db.transaction(
+    async (tx) => (await tx.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node'])).rows,
+    { settings: CLAIM_PLAN_SETTINGS },
+  );
 }
 
 async function pendingState(): Promise<string> {
