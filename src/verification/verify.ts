@@ -88,31 +88,29 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const INTEGER = /^\d{1,15}$/;
 const DIGEST_BYTES: Record<HmacAlgorithm, number> = { sha1: 20, sha256: 32, sha512: 64 };
 
-/** A signature as sent, in its provider's encoding. */
-interface Signature {
-  text: string;
-  encoding: HmacEncoding;
-}
-
 const HEX_CHAR = /^[0-9a-fA-F]*$/;
 
-/** The signature, trimmed, if it is a digest of `algorithm` in `encoding`; undefined when malformed. */
-function signature(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm): Signature | undefined {
+/**
+ * The signature as sent, trimmed, if it is a digest of `algorithm` in
+ * `encoding`; undefined when malformed. Signatures are plain strings, their
+ * encoding passed beside them: no object per signature.
+ */
+function signature(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm): string | undefined {
   const text = sig.trim();
   const size = DIGEST_BYTES[algorithm];
-  if (encoding === 'hex') return text.length === size * 2 && HEX_CHAR.test(text) ? { text, encoding } : undefined;
-  return text.length === 4 * Math.ceil(size / 3) && BASE64.test(text) && Buffer.byteLength(text, 'base64') === size ? { text, encoding } : undefined;
+  if (encoding === 'hex') return text.length === size * 2 && HEX_CHAR.test(text) ? text : undefined;
+  return text.length === 4 * Math.ceil(size / 3) && BASE64.test(text) && Buffer.byteLength(text, 'base64') === size ? text : undefined;
 }
 
 /**
- * Whether a well-formed signature is the expected digest (lower-case hex or
- * base64, as crypto.hash writes them), in constant time: every character
- * is compared, hex letters without regard to case.
+ * Whether a well-formed signature (`text`, in `encoding`) is the expected
+ * digest (lower-case hex or base64, as crypto.hash writes them), in
+ * constant time: every character is compared, hex letters without regard
+ * to case.
  */
-function sameDigest(sig: Signature, expected: string): boolean {
-  const text = sig.text;
+function sameDigest(text: string, encoding: HmacEncoding, expected: string): boolean {
   if (text.length !== expected.length) return false;
-  const fold = sig.encoding === 'hex' ? 0x20 : 0;
+  const fold = encoding === 'hex' ? 0x20 : 0;
   let diff = 0;
   for (let i = 0; i < text.length; i++) diff |= (text.charCodeAt(i) | fold) ^ expected.charCodeAt(i);
   return diff === 0;
@@ -150,52 +148,103 @@ export function hmacKey(secret: Buffer, algorithm: HmacAlgorithm): HmacKey {
 let message = Buffer.allocUnsafeSlow(16 * 1024);
 
 /**
- * HMAC of the parts' concatenation (strings as UTF-8, as Hmac.update reads
- * them): H(outer pad || H(inner pad || message)), with the pads prepared
- * once per secret, as text in `encoding`. Not createHmac: each call of it
- * builds an OpenSSL HMAC context (looking the digest up in OpenSSL's
- * provider store) and a native object for the garbage collector. crypto.hash
- * is one native call on a digest Node fetched once; the inner digest is
- * written as hex into the key's outer message, and the outer digest comes
- * back as text, so no Buffer is made.
+ * What a provider signs: up to five parts, concatenated (strings as UTF-8,
+ * as Hmac.update reads them). Passed as arguments, not in an array, so a
+ * check makes none.
  */
-function hmac(key: HmacKey, parts: readonly (string | Buffer)[], encoding: HmacEncoding): string {
+type Part = string | Buffer | undefined;
+
+function partBytes(p: Part): number {
+  return p === undefined ? 0 : typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
+}
+
+function writePart(p: Part, at: number): number {
+  return p === undefined ? 0 : typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
+}
+
+/**
+ * HMAC of the parts' concatenation: H(outer pad || H(inner pad || message)),
+ * with the pads prepared once per secret, as text in `encoding`. Not
+ * createHmac: each call of it builds an OpenSSL HMAC context (looking the
+ * digest up in OpenSSL's provider store) and a native object for the
+ * garbage collector. crypto.hash is one native call on a digest Node
+ * fetched once; the inner digest comes back as latin1 ('binary') text (a
+ * character a byte, the smallest string) and is written into the key's outer message,
+ * and the outer digest comes back as text, so no Buffer is made.
+ */
+function hmac(key: HmacKey, encoding: HmacEncoding, a: Part, b?: Part, c?: Part, d?: Part, e?: Part): string {
   const block = key.innerPad.length;
-  let size = block;
-  for (const p of parts) size += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
+  const size = block + partBytes(a) + partBytes(b) + partBytes(c) + partBytes(d) + partBytes(e);
   let inner: string;
   if (size <= ONE_SHOT_MAX_BYTES) {
     if (message.length < size) message = Buffer.allocUnsafeSlow(ONE_SHOT_MAX_BYTES);
     key.innerPad.copy(message, 0);
     let at = block;
-    for (const p of parts) at += typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
-    inner = hash(key.algorithm, message.subarray(0, size), 'hex');
+    at += writePart(a, at);
+    at += writePart(b, at);
+    at += writePart(c, at);
+    at += writePart(d, at);
+    writePart(e, at);
+    inner = hash(key.algorithm, message.subarray(0, size), 'binary');
   } else {
     const h = createHash(key.algorithm).update(key.innerPad);
-    for (const p of parts) h.update(p);
-    inner = h.digest('hex');
+    for (const p of [a, b, c, d, e]) if (p !== undefined) h.update(p);
+    inner = h.digest('binary');
   }
-  key.outer.write(inner, block, 'hex');
+  key.outer.write(inner, block, 'latin1');
   return hash(key.algorithm, key.outer, encoding);
 }
 
-/** Whether any candidate is the HMAC of `parts` under `key`; every candidate is compared. */
-function matchesUnder(key: HmacKey, parts: readonly (string | Buffer)[], candidates: readonly Signature[]): boolean {
-  const expected = hmac(key, parts, candidates[0].encoding);
+/** Whether any candidate is the HMAC of the parts under `key`; every candidate is compared. */
+function matchesUnder(key: HmacKey, candidates: Candidates, a: Part, b?: Part, c?: Part, d?: Part, e?: Part): boolean {
+  const expected = hmac(key, candidates.encoding, a, b, c, d, e);
   let ok = false;
-  for (const c of candidates) if (sameDigest(c, expected)) ok = true;
+  for (let i = 0; i < candidates.count; i++) if (sameDigest(candidates.texts[i], candidates.encoding, expected)) ok = true;
   return ok;
 }
 
 /**
- * True when any candidate signature matches the HMAC of `parts` under a
+ * The signatures a request carries, in one encoding, gathered by a scheme
+ * and read by anyMatches. One set, reused by every check (a check is
+ * synchronous, and cleared at its end): no array per capture.
+ */
+interface Candidates {
+  encoding: HmacEncoding;
+  texts: string[];
+  count: number;
+}
+const candidates: Candidates = { encoding: 'hex', texts: [], count: 0 };
+
+/** Starts gathering a check's signatures in `encoding`. */
+function gather(encoding: HmacEncoding): Candidates {
+  candidates.encoding = encoding;
+  candidates.count = 0;
+  return candidates;
+}
+
+function add(set: Candidates, text: string): void {
+  set.texts[set.count++] = text;
+}
+
+/** A check's one signature. */
+function only(text: string, encoding: HmacEncoding): Candidates {
+  const set = gather(encoding);
+  add(set, text);
+  return set;
+}
+
+/**
+ * True when any candidate signature matches the HMAC of the parts under a
  * valid key: the current one, and the previous one until its overlap ends
  * (checked per capture: the cache may outlive the expiry). Every pair is
- * compared, no early exit on the first key.
+ * compared, no early exit on the first key. Empties the candidates (they
+ * must not keep a request's strings alive).
  */
-function anyMatches(v: Verifier, nowMs: number, parts: readonly (string | Buffer)[], candidates: readonly Signature[]): boolean {
-  const current = matchesUnder(v.key, parts, candidates);
-  const previous = v.previousKey !== null && v.previousExpiresAt !== null && nowMs < v.previousExpiresAt && matchesUnder(v.previousKey, parts, candidates);
+function anyMatches(v: Verifier, nowMs: number, set: Candidates, a: Part, b?: Part, c?: Part, d?: Part, e?: Part): boolean {
+  const current = matchesUnder(v.key, set, a, b, c, d, e);
+  const previous = v.previousKey !== null && v.previousExpiresAt !== null && nowMs < v.previousExpiresAt && matchesUnder(v.previousKey, set, a, b, c, d, e);
+  set.texts.fill('');
+  set.count = 0;
   return current || previous;
 }
 
@@ -210,7 +259,7 @@ function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
   // Items are read in place (a key is compared where it lies; only values
   // are cut out), the last `t` counting, as a split would have it.
   let t: string | undefined;
-  const sigs: Signature[] = [];
+  const sigs = gather('hex');
   for (let start = 0; start <= header.length; ) {
     let end = header.indexOf(',', start);
     if (end < 0) end = header.length;
@@ -221,13 +270,13 @@ function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
       else if (key === 'v1') {
         const sig = signature(header.slice(eq + 1, end), 'hex', 'sha256');
         if (!sig) return FAILED.malformed_signature;
-        sigs.push(sig);
+        add(sigs, sig);
       }
     }
     start = end + 1;
   }
-  if (t === undefined || !INTEGER.test(t) || sigs.length === 0) return FAILED.malformed_signature;
-  if (!anyMatches(v, nowMs, [t, '.', r.body], sigs)) return FAILED.bad_signature;
+  if (t === undefined || !INTEGER.test(t) || sigs.count === 0) return FAILED.malformed_signature;
+  if (!anyMatches(v, nowMs, sigs, t, '.', r.body)) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
@@ -246,7 +295,7 @@ function github(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
   if (header === undefined) return FAILED.missing_signature;
   const sig = header.startsWith('sha256=') ? signature(header.slice(7), 'hex', 'sha256') : undefined;
   if (!sig) return FAILED.malformed_signature;
-  return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
+  return anyMatches(v, nowMs, only(sig, 'hex'), r.body) ? VERIFIED : FAILED.bad_signature;
 }
 
 /** Shopify: `X-Shopify-Hmac-Sha256: {base64 HMAC-SHA256 of the body}`. */
@@ -255,7 +304,7 @@ function shopify(v: Verifier, r: SignedRequest, nowMs: number): VerificationResu
   if (header === undefined) return FAILED.missing_signature;
   const sig = signature(header, 'base64', 'sha256');
   if (!sig) return FAILED.malformed_signature;
-  return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
+  return anyMatches(v, nowMs, only(sig, 'base64'), r.body) ? VERIFIED : FAILED.bad_signature;
 }
 
 /** Slack: `X-Slack-Signature: v0={hex HMAC-SHA256 of v0:{X-Slack-Request-Timestamp}:{body}}`. */
@@ -266,7 +315,7 @@ function slack(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult
   const sig = header.startsWith('v0=') ? signature(header.slice(3), 'hex', 'sha256') : undefined;
   const t = ts.trim();
   if (!sig || !INTEGER.test(t)) return FAILED.malformed_signature;
-  if (!anyMatches(v, nowMs, ['v0:', t, ':', r.body], [sig])) return FAILED.bad_signature;
+  if (!anyMatches(v, nowMs, only(sig, 'hex'), 'v0:', t, ':', r.body)) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
@@ -282,14 +331,14 @@ function standardWebhooks(v: Verifier, r: SignedRequest, nowMs: number): Verific
   if (id === undefined || ts === undefined || header === undefined) return FAILED.missing_signature;
   const t = ts.trim();
   if (!INTEGER.test(t)) return FAILED.malformed_signature;
-  const sigs: Signature[] = [];
+  const sigs = gather('base64');
   for (const item of header.split(' ')) {
     if (!item.startsWith('v1,')) continue;
     const sig = signature(item.slice(3), 'base64', 'sha256');
-    if (sig) sigs.push(sig);
+    if (sig) add(sigs, sig);
   }
-  if (sigs.length === 0) return FAILED.malformed_signature;
-  if (!anyMatches(v, nowMs, [id, '.', t, '.', r.body], sigs)) return FAILED.bad_signature;
+  if (sigs.count === 0) return FAILED.malformed_signature;
+  if (!anyMatches(v, nowMs, sigs, id, '.', t, '.', r.body)) return FAILED.bad_signature;
   return withinTolerance(v, Number(t), nowMs) ? VERIFIED : FAILED.timestamp_out_of_tolerance;
 }
 
@@ -322,13 +371,13 @@ function twilio(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
   let params = '';
   if (bodyHash !== null) {
     const claimed = signature(bodyHash, 'hex', 'sha256');
-    if (!claimed || !sameDigest(claimed, hash('sha256', r.body, 'hex'))) return FAILED.bad_signature;
+    if (!claimed || !sameDigest(claimed, 'hex', hash('sha256', r.body, 'hex'))) return FAILED.bad_signature;
   } else if (/^application\/x-www-form-urlencoded\b/i.test(headerValue(r.rawHeaders, 'content-type') ?? '')) {
     const form = new URLSearchParams(r.body.toString('utf8'));
     const names = [...new Set(form.keys())].sort();
     for (const name of names) for (const value of [...new Set(form.getAll(name))].sort()) params += name + value;
   }
-  const ok = twilioUrls(v.ingestBase, r).some((url) => anyMatches(v, nowMs, [url, params], [sig]));
+  const ok = twilioUrls(v.ingestBase, r).some((url) => anyMatches(v, nowMs, only(sig, 'base64'), url, params));
   return ok ? VERIFIED : FAILED.bad_signature;
 }
 
@@ -339,7 +388,7 @@ function genericHmac(v: Verifier, r: SignedRequest, nowMs: number): Verification
   const prefix = v.prefix ?? '';
   const sig = header.startsWith(prefix) ? signature(header.slice(prefix.length), v.encoding, v.algorithm) : undefined;
   if (!sig) return FAILED.malformed_signature;
-  return anyMatches(v, nowMs, [r.body], [sig]) ? VERIFIED : FAILED.bad_signature;
+  return anyMatches(v, nowMs, only(sig, v.encoding), r.body) ? VERIFIED : FAILED.bad_signature;
 }
 
 const SCHEMES: Record<Provider, (v: Verifier, r: SignedRequest, nowMs: number) => VerificationResult> = {
