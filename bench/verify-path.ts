@@ -7,8 +7,15 @@
  * whole process (every thread) and wall time per call, in rounds.
  *
  *   node --import tsx bench/verify-path.ts
+ *
+ * It also prints the bytes of heap each path allocates a call, read as the
+ * growth of the used heap over 20,000 calls; that needs a young generation
+ * no call fills (otherwise it prints n/a):
+ *
+ *   node --max-semi-space-size=128 --min-semi-space-size=128 --import tsx bench/verify-path.ts
  */
 import { createHmac } from 'node:crypto';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { headerPairs } from '../src/ingest/request-parts.ts';
 import { prepareVerifier } from '../src/verification/settings.ts';
 import { verifyRequest } from '../src/verification/verify.ts';
@@ -45,7 +52,25 @@ const paths: Record<string, () => unknown> = {
   'capture JSON, with verification': () => JSON.stringify([['POST', '', '', headerPairs(rawHeaders), 'application/json', '127.0.0.1', 'verified', null, false]]),
   'capture JSON, without': () => JSON.stringify([['POST', '', '', headerPairs(rawHeaders), 'application/json', '127.0.0.1']]),
 };
+/** Heap bytes a call; undefined when the young generation is too small to hold 20,000 calls without a collection. */
+function allocated(fn: () => unknown): number | undefined {
+  const calls = 20_000;
+  const young = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+  if (young < 64 * 1024 * 1024) return undefined;
+  for (let i = 0; i < calls; i++) fn();
+  const before = getHeapStatistics().used_heap_size;
+  for (let i = 0; i < calls; i++) fn();
+  const grown = getHeapStatistics().used_heap_size - before;
+  return grown > 0 ? grown / calls : undefined;
+}
+
 if (verifyRequest(verifier, request).status !== 'verified') throw new Error('the bench signature does not verify');
+console.log(
+  'heap allocated a call: ' +
+    Object.entries(paths)
+      .map(([name, fn]) => `${name}: ${allocated(fn)?.toFixed(0) ?? 'n/a'} bytes`)
+      .join('  |  '),
+);
 for (let round = 1; round <= ROUNDS; round++) {
   const line = Object.entries(paths).map(([name, fn]) => {
     const r = time(name, fn);
