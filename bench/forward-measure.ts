@@ -57,6 +57,11 @@ export function counted(db: Db, c: Counter): Db {
       c.statements += opts?.settings && db.kind === 'pglite' ? 3 : 2;
       return db.transaction((tx) => fn(countQueries(tx, c)), opts);
     },
+    withSettings: (settings, fn) => {
+      // PGlite: in a transaction setting them (BEGIN, the settings, COMMIT); PostgreSQL: nothing more
+      if (db.kind === 'pglite') c.statements += 3;
+      return db.withSettings(settings, (q) => fn(countQueries(q, c)));
+    },
     session: (fn) => db.session((conn) => fn(countQueries(conn, c))),
     listen: (channel, onNotify, onReconnect) => db.listen(channel, onNotify, onReconnect),
     listening: () => db.listening(),

@@ -23,6 +23,19 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** Settings by name (`enable_seqscan`) and value (`off`): constants of the code, never user input. */
+export type Settings = Readonly<Record<string, string>>;
+
+/** `set local` statements for `settings` (for TransactionOptions.settings), or `set` with `session`. */
+export function setStatements(settings: Settings, session = false): string {
+  return Object.entries(settings)
+    .map(([name, value]) => {
+      if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
+      return `set ${session ? '' : 'local '}${name} = ${value}`;
+    })
+    .join('; ');
+}
+
 export interface TransactionOptions {
   /**
    * Statements without parameters (`set local ...`) that open the
@@ -35,6 +48,17 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T>;
+  /**
+   * Runs fn with `settings` (planner and commit settings, name to value) in
+   * force for its statements and for no one else's. Whether fn's statements
+   * commit one by one or together is the adapter's choice, and callers must
+   * not depend on either: on PostgreSQL each commits on its own, on
+   * connections of their own opened with the settings (at most two per
+   * distinct settings), so a statement is one round trip; on PGlite, whose
+   * one connection is everyone's, fn runs in a transaction that sets them
+   * locally.
+   */
+  withSettings<T>(settings: Settings, fn: (q: Queryable) => Promise<T>): Promise<T>;
   /**
    * Runs fn on one connection, outside any transaction: for statements that
    * refuse a transaction block (VACUUM) under a session-level advisory lock.

@@ -76,6 +76,7 @@ function fence(db: Db, lost: () => string | undefined, release: () => void): Db 
     ...db,
     ...guard(db),
     transaction: (fn, opts) => refused() ?? db.transaction((tx) => fn(guard(tx)), opts),
+    withSettings: (settings, fn) => refused() ?? db.withSettings(settings, (q) => fn(guard(q))),
     session: (fn) => refused() ?? db.session((conn) => fn(guard(conn))),
     async close() {
       if (!lost()) await db.close();

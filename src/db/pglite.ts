@@ -1,6 +1,6 @@
 import { parse, PGlite, protocol } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
-import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
+import { setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type TransactionOptions } from './db.ts';
 import { startCheckpoints, type CheckpointOptions } from './pglite-checkpoints.ts';
 import { enableNodeFsync, pgliteStartParams } from './pglite-fsync.ts';
 
@@ -143,14 +143,16 @@ export async function openPglite(dataDir?: string, opts: { checkpoints?: Checkpo
   const base = wrap(pg, named);
   const namedInTransaction = named.inTransactionRunner();
   const checkpoints = startCheckpoints(pg, opts.checkpoints);
+  const transaction = <T>(fn: (tx: Queryable) => Promise<T>, o?: TransactionOptions): Promise<T> =>
+    pg.transaction(async (tx) => {
+      if (o?.settings) await tx.exec(o.settings);
+      return fn(wrap(tx, namedInTransaction));
+    });
   return {
     kind: 'pglite',
     ...base,
-    transaction: (fn, opts) =>
-      pg.transaction(async (tx) => {
-        if (opts?.settings) await tx.exec(opts.settings);
-        return fn(wrap(tx, namedInTransaction));
-      }),
+    transaction,
+    withSettings: async (settings, fn) => transaction(fn, { settings: setStatements(settings) }),
     session: (fn) => fn(base),
     async listen(channel, onNotify) {
       // LISTEN in PGlite is in-process: it never disconnects, so onReconnect never runs.

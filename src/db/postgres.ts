@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { UnsupportedPostgresError, unsupportedPostgres } from './server-version.ts';
-import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
+import { setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type Settings } from './db.ts';
 
 type Conn = pg.Pool | pg.PoolClient;
 
@@ -180,6 +180,20 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
     throw new UnsupportedPostgresError(refused);
   }
   const listener = new Listener(connectionString, log);
+  // withSettings: a pool per distinct settings, its connections opened with them
+  const settingsPools = new Map<string, pg.Pool>();
+  const settingsPool = (settings: Settings): pg.Pool => {
+    const sql = setStatements(settings, true);
+    let p = settingsPools.get(sql);
+    if (!p) {
+      p = new pg.Pool({ connectionString, max: 2 });
+      p.on('error', (err) => log('idle database connection error', err));
+      // queued on the new connection before the statement it was opened for
+      p.on('connect', (client) => void client.query(sql).catch((err) => log('applying connection settings failed', err)));
+      settingsPools.set(sql, p);
+    }
+    return p;
+  };
   return {
     kind: 'postgres',
     ...wrap(pool),
@@ -209,6 +223,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       client.release();
       return result;
     },
+    withSettings: async (settings, fn) => fn(wrap(settingsPool(settings))),
     async session(fn) {
       const client = await pool.connect();
       let broken = false;
@@ -227,7 +242,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       await listener.close();
-      await pool.end();
+      await Promise.all([pool, ...settingsPools.values()].map((p) => p.end()));
     },
   };
 }

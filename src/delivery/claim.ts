@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../db/db.ts';
+import type { Db, Queryable, Settings } from '../db/db.ts';
 import { agentRetry, DEFAULT_RETRY } from './retry-policy.ts';
 import { CLAIM_DUE, CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES, CLAIM_DUE_PACING_BATCHES, type ClaimRow } from './claim-statement.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
@@ -61,22 +61,24 @@ export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimRes
   // while the queue was empty, PGlite's none at all) say almost nothing is
   // pending, so it reads every due row and sorts them: a cost growing with
   // the backlog exactly when a backlog builds. Only the ordered scan of
-  // deliveries_due is allowed here; it stops after `limit` rows. The
-  // settings travel with BEGIN (one round trip on PostgreSQL).
-  return db.transaction(async (tx) => {
+  // deliveries_due is allowed here; it stops after `limit` rows. Each
+  // statement is atomic on its own and reads its own snapshot, so nothing
+  // here needs them to commit together: on PostgreSQL a claim is one round
+  // trip (Db.withSettings).
+  return db.withSettings(CLAIM_SETTINGS, async (q) => {
     if (!o.pacedBatches) {
-      const fast = await claimIn(tx, o, false);
+      const fast = await claimIn(q, o, false);
       // claimed nothing: either nothing was due, or the statement's guard saw a paced batch
-      if (fast.claimed.length + fast.rescheduled > 0 || !(await pacedBatchesExist(tx))) return fast;
+      if (fast.claimed.length + fast.rescheduled > 0 || !(await pacedBatchesExist(q))) return fast;
     }
-    return claimIn(tx, o, true);
-  }, { settings: CLAIM_PLAN_SETTINGS });
+    return claimIn(q, o, true);
+  });
 }
 
 /**
- * How the claim transaction plans: only ordered index walks (see
- * claimDeliveries). And its commit does not wait for the WAL flush
- * (synchronous_commit off, for this transaction only): a claim records no
+ * How the claim statements plan: only ordered index walks (see
+ * claimDeliveries). And their commits do not wait for the WAL flush
+ * (synchronous_commit off, for the claim's statements only): a claim records no
  * acknowledgement, only leases and dispatch slots, and on PostgreSQL the
  * flush was about 1 ms of the 3-4.5 ms between a capture's NOTIFY and its
  * forward leaving (docs/forwarding.md, Latency). Should the database crash
@@ -89,7 +91,7 @@ export async function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimRes
  * the claim's included. No process of Weir's crashing loses a claim: only
  * the database's own crash does.
  */
-export const CLAIM_PLAN_SETTINGS = 'set local enable_seqscan = off; set local enable_bitmapscan = off; set local synchronous_commit = off';
+export const CLAIM_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapscan: 'off', synchronous_commit: 'off' };
 
 /** Whether any replay batch has a pacing row, that is, may still have deliveries to pace (see endIdleBatchPacing). */
 async function pacedBatchesExist(db: Queryable): Promise<boolean> {

@@ -127,6 +127,26 @@ describe('transactions', () => {
     assert.deepEqual(new Set(seen), new Set([outside]));
   });
 
+  it('runs statements with settings in force for them alone, also on connections opened for several at once', async () => {
+    const settings = { lock_timeout: '4321', enable_seqscan: 'off' };
+    const read = async (q: { query: typeof tdb.db.query }) => (await q.query<{ s: string }>(`select current_setting('lock_timeout') || ' ' || current_setting('enable_seqscan') as s`)).rows[0].s;
+    const outside = await read(tdb.db);
+    // at once: on PostgreSQL the first statement of each new connection already runs with them
+    const seen = await Promise.all(Array.from({ length: 6 }, () => tdb.db.withSettings(settings, async (q) => [await read(q), await read(q)])));
+    assert.deepEqual(new Set(seen.flat()), new Set(['4321ms off']));
+    // a failing statement in fn: the error reaches the caller, and the settings' statements go on working
+    await assert.rejects(tdb.db.withSettings(settings, (q) => q.query('select * from no_such_table')), /no_such_table/);
+    assert.equal(await tdb.db.withSettings(settings, read), '4321ms off');
+    const others = await Promise.all(Array.from({ length: 12 }, () => read(tdb.db)));
+    assert.deepEqual(new Set(others), new Set([outside]));
+    assert.notEqual(outside, '4321ms off');
+  });
+
+  it('refuses a setting that is not a plain name and value', async () => {
+    await assert.rejects(tdb.db.withSettings({ 'lock_timeout = 0; drop table db_test; --': 'x' }, async () => 1), /not a setting/);
+    await tdb.db.query('select 1 from db_test limit 1'); // the table is still there
+  });
+
   it('rejects settings that do not parse, runs nothing of the transaction, and leaves the database usable', async () => {
     let ran = false;
     await assert.rejects(

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { Queryable } from '../../src/db/db.ts';
+import { setStatements, type Queryable } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
-import { CLAIM_PLAN_SETTINGS, claimDeliveries, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
+import { CLAIM_SETTINGS, claimDeliveries, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
 import {
   CLAIM_DUE,
   CLAIM_DUE_OF_AGENTS,
@@ -44,7 +44,7 @@ async function rolledBack<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
         out = await fn(tx);
         throw ROLLBACK;
       },
-      { settings: CLAIM_PLAN_SETTINGS },
+      { settings: setStatements(CLAIM_SETTINGS) },
     )
     .catch((err) => {
       if (err !== ROLLBACK) throw err;
@@ -114,10 +114,7 @@ const VARIANTS: Variant[] = [
 
 /** Runs one claim statement (committed) as claimDeliveries does. */
 async function claimWith(v: Variant, who: string | string[], limit: number): Promise<ClaimRow[]> {
-  return t.db.transaction(
-    async (tx) => (await tx.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node'])).rows,
-    { settings: CLAIM_PLAN_SETTINGS },
-  );
+  return t.db.withSettings(CLAIM_SETTINGS, async (q) => (await q.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node'])).rows);
 }
 
 async function pendingState(): Promise<string> {
@@ -350,12 +347,14 @@ describe('the agent claim reads only the connected agents\' queues', () => {
 });
 
 describe('the claim commits without waiting for the WAL flush, and nothing else does', () => {
-  it('synchronous_commit is off inside the claim transaction only: every connection is back to on after claims, so captures stay durable when acknowledged', async () => {
+  it('synchronous_commit is off for the claim statements only: every other connection is on after claims, so captures stay durable when acknowledged', async () => {
     await insertForwardDestination(t.db, ep, {});
     await storeBodies();
-    const inside = await rolledBack(async (tx) => (await tx.query<{ s: string }>('select current_setting($1) as s', ['synchronous_commit'])).rows[0].s);
-    assert.equal(inside, 'off');
-    // several claims, some at once, so that on PostgreSQL several of the pool's connections ran one
+    const read = async (q: Queryable) =>
+      (await q.query<{ s: string }>(`select current_setting('synchronous_commit') || ' ' || current_setting('enable_seqscan') || ' ' || current_setting('enable_bitmapscan') as s`)).rows[0].s;
+    assert.equal(await t.db.withSettings(CLAIM_SETTINGS, read), 'off off off', 'as the claim statements run');
+    assert.equal(await rolledBack(read), 'off off off', 'in a transaction with the settings');
+    // several claims at once: on PostgreSQL on the claim connections, on PGlite each in its transaction on the one connection
     const claims = await Promise.all(Array.from({ length: 4 }, () => claimDeliveries(t.db, { destinationType: 'https', agentIds: null, limit: 1, leaseMs: 60_000, node: 'n' })));
     assert.equal(claims.reduce((n, c) => n + c.claimed.length, 0), 4);
     // as many statements at once as the pool holds connections, each reading its connection's setting
