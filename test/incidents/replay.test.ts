@@ -158,9 +158,13 @@ describe('incident replay', () => {
       const again = await call(t.app, 'POST', `/v1/replay-batches/${batchId}/pause`, { key: s.key });
       assert.equal(again.status, 409);
       assert.equal(again.json.error.code, 'conflict');
+      // read before resuming: a resumed batch is paced again from now on, so
+      // its next request leaves at once and may arrive before resume answers
+      assert.equal(rx.received.length, 1, 'nothing was sent while paused');
       const resumed = await call(t.app, 'POST', `/v1/replay-batches/${batchId}/resume`, { key: s.key });
       assert.equal(resumed.json.data.status, 'running');
-      assert.equal(rx.received.length, 1, 'nothing was sent while paused');
+      await rx.waitFor(2);
+      assert.equal(rx.received.length, 2, 'the next request at once, the one after it a minute later');
     });
 
     it('cancels a batch: unsent requests are not sent and count as unreplayed again', async () => {
