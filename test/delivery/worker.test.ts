@@ -95,6 +95,9 @@ describe('delivery worker', () => {
     await insertCaptures(t.db, ep, [{ body: 'second' }]);
     await rx.waitFor(2);
     assert.deepEqual(rx.received.map((r) => r.body.toString()), ['first', 'second']);
+    // the receiver logs a request before it answers: wait until the worker has the second answer too,
+    // or stop(0) below aborts that forward and gives its lease back (pending, as at least once allows)
+    await waitUntil(async () => t.worker!.inFlightDeliveries().length === 0 || undefined, 'the second answer to be in');
     assert.equal((await attempts(t.db)).length, 0, 'nothing recorded yet');
     // stop() returns only once both answered forwards are recorded, each once
     const stopped = t.worker.stop(0);
