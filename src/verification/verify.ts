@@ -169,8 +169,9 @@ function writePart(p: Part, at: number): number {
  * digest up in OpenSSL's provider store) and a native object for the
  * garbage collector. crypto.hash is one native call on a digest Node
  * fetched once; the inner digest comes back as latin1 ('binary') text (a
- * character a byte, the smallest string) and is written into the key's outer message,
- * and the outer digest comes back as text, so no Buffer is made.
+ * character a byte, the smallest string) and is written into the key's
+ * outer message, and the outer digest comes back as text, so no Buffer is
+ * made.
  */
 function hmac(key: HmacKey, encoding: HmacEncoding, a: Part, b?: Part, c?: Part, d?: Part, e?: Part): string {
   const block = key.innerPad.length;
