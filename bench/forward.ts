@@ -14,7 +14,8 @@
  *      runs): the same latency with NOTIFY wake-ups right after a flood of
  *      BENCH_FLOOD captures (default 200,000) was queued and drained, when
  *      the queue's tables and indexes carry what the flood left behind.
- * The database is PGlite in memory, or a fresh PostgreSQL database beside
+ * The database is PGlite in memory (BENCH_PGLITE=disk: in a temporary data
+ * folder, as `npm start` runs it), or a fresh PostgreSQL database beside
  * DATABASE_URL when it is set. In (a) and (b) captures are written the way
  * the ingest batcher writes them (storeCaptures: capture rows and their
  * deliveries in one statement), so the offered load is exact and costs no HTTP.
@@ -164,7 +165,7 @@ async function throughWeir(n: number, into: { id: string } = endpoint): Promise<
   return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n };
 }
 
-console.log(`forwarding benchmark on ${db.kind}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${process.env.BENCH_PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 // Warm-up (connections, JIT), then alternating rounds so both sides see the
 // same machine conditions; the median ratio is the figure.
 await direct(3000);
