@@ -14,7 +14,8 @@ import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 
-const PGLITE = process.env.BENCH_PGLITE ?? 'memory';
+/** Where a benchmark's PGlite keeps its files (BENCH_PGLITE). */
+export const PGLITE = process.env.BENCH_PGLITE ?? 'memory';
 if (PGLITE !== 'memory' && PGLITE !== 'disk') throw new Error(`BENCH_PGLITE must be memory or disk, not ${JSON.stringify(PGLITE)}`);
 
 export function openBenchDb(): Promise<{ db: Db; drop: () => Promise<void> }> {

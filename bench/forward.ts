@@ -42,7 +42,7 @@ import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
-import { openBenchDb } from './bench-db.ts';
+import { openBenchDb, PGLITE } from './bench-db.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
 import { benchCaptures, BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
@@ -165,7 +165,7 @@ async function throughWeir(n: number, into: { id: string } = endpoint): Promise<
   return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n };
 }
 
-console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${process.env.BENCH_PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 // Warm-up (connections, JIT), then alternating rounds so both sides see the
 // same machine conditions; the median ratio is the figure.
 await direct(3000);

@@ -19,7 +19,7 @@
  * deliveries table for them (with 2,000 deliveries on PGlite, a completion
  * of 16 outcomes took 3.0 ms that way and takes 2.3 ms with the probe;
  * docs/forwarding.md, "A completion that read the whole table").
- * test/db/query-plans.test.ts checks the plan.
+ * test/delivery/complete-statements.test.ts checks the plan.
  */
 
 /**
