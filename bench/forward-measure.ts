@@ -6,7 +6,7 @@
  * benchmark's database (read from /proc, so only this run's backends count,
  * not other work on the machine).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Db, Queryable } from '../src/db/db.ts';
 
 export interface Counter {
@@ -87,11 +87,37 @@ function procCpuMs(pids: number[]): number {
   return ms;
 }
 
-/** The PostgreSQL backends serving this database now (PGlite: none, it runs in this process). */
+/** The database's name, read once per Db (the backends' process titles carry it). */
+const databaseNames = new WeakMap<Db, string>();
+
+/**
+ * The PostgreSQL backends serving this database now (PGlite: none, it runs
+ * in this process), found by their process titles ("postgres: user
+ * database host(port) state"), not by a query: a query through the pool ran
+ * on one of the backends being measured, and excluding its own backend (as
+ * this once did) left out whichever measured statement that connection had
+ * just run.
+ */
 async function serverPids(db: Db): Promise<number[]> {
   if (db.kind !== 'postgres') return [];
-  const { rows } = await db.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-  return rows.map((r) => Number(r.pid));
+  let name = databaseNames.get(db);
+  if (name === undefined) {
+    const { rows } = await db.query<{ name: string }>('select current_database() as name');
+    name = rows[0].name;
+    databaseNames.set(db, name);
+  }
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // "postgres: [cluster: ]user database host(port) state"
+      const m = /^postgres: (?:\S+: )?\S+ (\S+) /.exec(readFileSync(`/proc/${entry}/cmdline`, 'utf8'));
+      if (m?.[1] === name) pids.push(Number(entry));
+    } catch {
+      /* exited */
+    }
+  }
+  return pids;
 }
 
 export interface CpuSample {
@@ -101,9 +127,11 @@ export interface CpuSample {
 }
 
 export async function cpuNow(db: Db): Promise<CpuSample> {
-  const u = process.cpuUsage();
+  // the backends first, so the search for them is not counted as this process's work
   const pids = await serverPids(db);
-  return { processMs: (u.user + u.system) / 1000, serverMs: procCpuMs(pids), pids };
+  const serverMs = procCpuMs(pids);
+  const u = process.cpuUsage();
+  return { processMs: (u.user + u.system) / 1000, serverMs, pids };
 }
 
 /** CPU spent since `start`: this process, and the same server backends (plus any that started since). */
