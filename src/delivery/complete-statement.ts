@@ -20,6 +20,14 @@
  * of 16 outcomes took 3.0 ms that way and takes 2.3 ms with the probe;
  * docs/forwarding.md, "A completion that read the whole table").
  * test/delivery/complete-statements.test.ts checks the plan.
+ *
+ * LEASED. The update checks `coalesce(d.status, '') = 'in_flight'` (status
+ * is never null: the same test) because the plain `d.status = 'in_flight'`
+ * matches the predicate of the partial index deliveries_leased, and the
+ * statements are prepared (complete.ts, COMPLETE_SETTINGS): a generic plan
+ * that walked that index read an entry for every delivery ever in flight
+ * since the last vacuum, on every completion. So the update finds its rows
+ * by primary key, as the attempt rows do.
  */
 
 /**
@@ -62,7 +70,8 @@ export const COMPLETE_ATTEMPTS = `with input as (
             last_error = case when i.status = 'pending' then delivery_retry_error(d.next_attempt_at, i.last_error) else i.last_error end,
             last_attempt_at = i.started_at, updated_at = now()
        from input i
-      where d.id = i.delivery_id and d.lease_id = i.lease_id and d.status = 'in_flight'
+      -- LEASED, above: a status check no index matches
+      where d.id = i.delivery_id and d.lease_id = i.lease_id and coalesce(d.status, '') = 'in_flight'
       returning d.id`;
 
 /**
@@ -106,7 +115,8 @@ export const COMPLETE_ATTEMPTS_RECORDING_INCIDENTS = `with input as (
             last_error = case when i.status = 'pending' then delivery_retry_error(d.next_attempt_at, i.last_error) else i.last_error end,
             last_attempt_at = i.started_at, updated_at = now()
        from input i
-      where d.id = i.delivery_id and d.lease_id = i.lease_id and d.status = 'in_flight'
+      -- LEASED, above: a status check no index matches
+      where d.id = i.delivery_id and d.lease_id = i.lease_id and coalesce(d.status, '') = 'in_flight'
       returning d.*
      ),
      -- incidents see each outcome in this same statement (src/incidents/record.ts)

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/db.ts';
+import type { Db, Queryable, Settings } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { outcomeConcernsIncidents } from '../incidents/record.ts';
 import { COMPLETE_ATTEMPTS, COMPLETE_ATTEMPTS_RECORDING_INCIDENTS } from './complete-statement.ts';
@@ -28,14 +28,32 @@ function lastErrorOf({ result, decision }: Outcome): string | null {
  * Returns the ids of the deliveries updated (a missing id: the lease
  * expired and another worker owns that delivery now).
  */
-export async function completeAttempts(db: Queryable, outcomes: readonly Outcome[], node: string): Promise<Set<string>> {
+export async function completeAttempts(db: Db, outcomes: readonly Outcome[], node: string): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
   const incidents = outcomes.some((o) => outcomeConcernsIncidents(o.decision.status, o.delivery.replayBatchId, o.delivery.attemptNumber));
-  // Unnamed, planned on every run: prepared once per connection, its cost a forward grew with the
-  // deliveries table on PGlite (235 -> 458 us over 36,000 forwards, bench:forward-statements), unnamed it stays flat
-  const { rows } = await db.query<{ id: string }>(incidents ? COMPLETE_ATTEMPTS_RECORDING_INCIDENTS : COMPLETE_ATTEMPTS, completionParams(outcomes, node));
+  const [statement, name] = incidents ? [COMPLETE_ATTEMPTS_RECORDING_INCIDENTS, 'weir_complete_recording_incidents'] : [COMPLETE_ATTEMPTS, 'weir_complete'];
+  const params = completionParams(outcomes, node);
+  const { rows } = await db.withSettings(COMPLETE_SETTINGS, (q) => q.query<{ id: string }>(statement, params, { name }));
   return new Set(rows.map((r) => r.id));
 }
+
+/**
+ * The completion statements are prepared (parsed and planned once per
+ * connection: planning was a third of a completion's cost on PGlite), so
+ * their one generic plan must not depend on statistics, which PGlite has
+ * none of until table maintenance analyzes and PostgreSQL's may be minutes
+ * old after a burst. Without these settings the generic plan read the
+ * deliveries being moved through a sequential scan (tables under about
+ * 20,000 rows) or through deliveries_leased, whose dead entries (one per
+ * delivery ever in flight, until vacuum) it read on every completion, so
+ * its cost grew with every forward since the last vacuum. With them, and
+ * with the status check that no index matches (complete-statement.ts,
+ * LEASED), every delivery is a primary-key probe whatever the table holds;
+ * test/delivery/complete-statements.test.ts checks the generic plans. Not
+ * CLAIM_SETTINGS: a completion's commit stays synchronous, so an attempt
+ * acknowledged by a destination is not forgotten by a database crash.
+ */
+export const COMPLETE_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapscan: 'off' };
 
 /** The parameters of the completion statements (complete-statement.ts) for these outcomes. */
 export function completionParams(outcomes: readonly Outcome[], node: string): unknown[] {
@@ -77,7 +95,7 @@ export class CompletionBatcher {
   private writing = false;
 
   constructor(
-    private readonly db: Queryable,
+    private readonly db: Db,
     private readonly node: string,
     private readonly maxBatch = 256,
   ) {}

@@ -3,7 +3,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type { Queryable } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
 import { releaseLeases, requeueExpiredLeases } from '../../src/delivery/claim.ts';
-import { completeAttempts, completionParams, type Outcome } from '../../src/delivery/complete.ts';
+import { COMPLETE_SETTINGS, completeAttempts, completionParams, type Outcome } from '../../src/delivery/complete.ts';
+import { setStatements } from '../../src/db/db.ts';
 import { COMPLETE_ATTEMPTS, COMPLETE_ATTEMPTS_RECORDING_INCIDENTS } from '../../src/delivery/complete-statement.ts';
 import { CANCELLED_ERROR, CANCELLED_MARK, HELD_UNTIL } from '../../src/delivery/replay-batch.ts';
 import type { Decision } from '../../src/delivery/retry-policy.ts';
@@ -181,13 +182,46 @@ describe('the completion statements', () => {
         outcomes.push(outcomeOf({ id: await insertDelivery({ ...d, status: 'in_flight' }), ...d }, { status: 'succeeded' }));
       }
       const plan = await rolledBack(async (tx) => {
+        // as completeAttempts runs it
+        await tx.exec(setStatements(COMPLETE_SETTINGS));
         const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${statement}`, completionParams(outcomes, 'node'));
         return rows.map((r) => r['QUERY PLAN']).join('\n');
       });
       assert.match(plan, /Index Scan using deliveries_pkey on deliveries/, plan);
       assert.doesNotMatch(plan, /Seq Scan on deliveries/, plan);
     });
+
+    it(`${name}, prepared: its generic plan probes each delivery it reads or moves by primary key, whatever the table holds (COMPLETE_SETTINGS, LEASED)`, async () => {
+      // history: deliveries that were in flight once (their deliveries_leased entries are what a
+      // generic plan walking that index read on every completion), and an unanalyzed table
+      await t.db.query(
+        `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id, destination_type, url, status)
+         select gen_random_uuid(), $1::uuid, gen_random_uuid(), now(), $2::uuid, 'https', $3, 'succeeded' from generate_series(1, 2000)`,
+        [ep.organization_id, ep.id, URL],
+      );
+      // a generic plan is the same whatever the values: explained with nulls (EXPLAIN EXECUTE takes no parameters)
+      const nulls = Array.from({ length: completionParams([], 'node').length }, () => 'null').join(', ');
+      const prepared = `weir_complete_plan_test_${name === 'COMPLETE_ATTEMPTS' ? 'plain' : 'incidents'}`;
+      const plan = await rolledBack(async (tx) => {
+        await tx.exec(`${setStatements({ ...COMPLETE_SETTINGS, plan_cache_mode: 'force_generic_plan' })}; prepare ${prepared} as ${statement}`);
+        const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute ${prepared}(${nulls})`);
+        return rows.map((r) => r['QUERY PLAN']).join('\n');
+      }).finally(() => t.db.exec(`deallocate ${prepared}`).catch(() => {}));
+      // the attempt rows' paced slots and the deliveries moved: primary-key probes; the only other
+      // read of deliveries is the supersede of a successful replay's pair (by request)
+      const reads = plan.split('\n').filter((line) => / on deliveries\b/.test(line) && !/Update on/.test(line));
+      assert.equal(reads.filter((line) => /Index Scan using deliveries_pkey on deliveries/.test(line)).length, 2, plan);
+      for (const line of reads) assert.match(line, /Index Scan using deliveries_(pkey|request) on deliveries/, plan);
+      assert.doesNotMatch(plan, /deliveries_leased|Seq Scan on deliveries|Bitmap/, plan);
+    });
   }
+
+  it('the status check no index matches (LEASED) reads as the plain one: a delivery has a status', async () => {
+    const { rows } = await t.db.query<{ nullable: string }>(
+      `select is_nullable as nullable from information_schema.columns where table_name = 'deliveries' and column_name = 'status'`,
+    );
+    assert.equal(rows[0].nullable, 'NO');
+  });
 });
 
 describe('the batch marks: one rule, read by every statement that takes a delivery out of flight', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
-import { COMPLETE_ATTEMPTS } from '../../src/delivery/complete-statement.ts';
+import { COMPLETE_SETTINGS } from '../../src/delivery/complete.ts';
 import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
 import type { Db } from '../../src/db/db.ts';
 import { sweepDeliveries } from '../../src/delivery/retention.ts';
@@ -73,14 +73,16 @@ describe('delivery worker', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let held = 0;
+    // the completion runs with its planner settings (complete.ts, COMPLETE_SETTINGS): held before
+    // it starts (on PGlite they are a transaction, which would hold every other statement back too)
     const db: Db = {
       ...t.db,
-      query: async (text, params, opts) => {
-        if (text === COMPLETE_ATTEMPTS) {
+      withSettings: async (settings, fn) => {
+        if (settings === COMPLETE_SETTINGS) {
           held++;
           await gate;
         }
-        return t.db.query(text, params, opts);
+        return t.db.withSettings(settings, fn);
       },
     };
     await insertCaptures(t.db, ep, [{ body: 'first' }]);
