@@ -46,8 +46,9 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  *   (time and per-process sequence, so deliveries are claimed in arrival
  *   order) with the target's position in the variant byte and fresh random
  *   bits, so it is a UUIDv7 of the capture's millisecond.
- *   A capture that enforce rejected (`rejected`) is stored but gets no
- *   delivery and no announcement.
+ *   A capture that enforce rejected (`rejected`), or a duplicate
+ *   (`duplicate_of`, src/routing/dedup.ts), is stored but gets no delivery
+ *   and no announcement.
  * - pg_notify wakes the delivery workers once, on commit, when anything was queued.
  * - `announced` writes the request.captured outbox (src/subscriptions/capture-events.ts):
  *   one row per capture of an endpoint a live request.captured subscription
@@ -93,7 +94,9 @@ with live as (
     from u, blob cross join lateral (select substring(blob.bytes from u.off + 1 for u.len) as body) b
 ), announced as (
   insert into capture_announcements (capture_id, organization_id, endpoint_id, received_at)
-  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce and not u.rejected
+  -- a duplicate (src/routing/dedup.ts) is not announced, as it is not forwarded: a request.captured
+  -- subscriber hears of a provider's retried event once, as its destinations do
+  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce and not u.rejected${dedup ? ' and u.duplicate_of is null' : ''}
   returning 1
 ), targets as materialized (
   select t.*, least(row_number() over (partition by t.endpoint_id order by t.sort_order, t.forward_destination_id nulls first) - 1, 63)::int as position

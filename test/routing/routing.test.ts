@@ -217,10 +217,12 @@ describe('deduplication', () => {
     assert.equal(off.json.data.deduplication, null);
   });
 
-  test('a duplicate within the window is stored with duplicate_of, answered 200, not forwarded; ?duplicate filters; other keys and keyless captures pass', async () => {
+  test('a duplicate within the window is stored with duplicate_of, answered 200, not forwarded, not announced; ?duplicate filters; other keys and keyless captures pass', async () => {
     receiver = await startReceiver();
     const s = await seedOrg(t.db);
     const e = await endpoint(s, { forward_url: `${receiver.url}/in`, deduplication: { window_seconds: 600, key: { body_path: 'id' } } });
+    const sub = await api('POST', '/v1/subscriptions', s.key, { target_url: 'https://hooks.example.com/weir', event_types: ['request.captured'] });
+    assert.equal(sub.status, 201, JSON.stringify(sub.json));
     const first = await post(e.slug, { id: 'evt_1', n: 1 });
     const dup = await post(e.slug, { id: 'evt_1', n: 2 });
     const other = await post(e.slug, { id: 'evt_2' });
@@ -233,6 +235,9 @@ describe('deduplication', () => {
     const originals = (await api('GET', `/v1/endpoints/${e.id}/requests?duplicate=false`, s.key)).json.data.data;
     assert.deepEqual(originals.map((c: any) => c.id).sort(), [first, other, keyless].map((r) => r.json.request_id).sort());
     assert.equal((await api('GET', `/v1/endpoints/${e.id}/requests?duplicate=maybe`, s.key)).status, 400);
+    // request.captured: every capture but the duplicate (capture_announcements is the event's outbox)
+    const { rows: announced } = await t.db.query<{ capture_id: string }>('select capture_id from capture_announcements order by capture_id');
+    assert.deepEqual(announced.map((a) => a.capture_id), [first, other, keyless].map((r) => r.json.request_id).sort());
     worker = await startTestWorker(t.db);
     await receiver.waitFor(3);
     const { rows } = await t.db.query<{ request_id: string }>('select request_id from deliveries');
