@@ -68,6 +68,8 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  * is tested in test/requests/captures.test.ts.
  */
 function captureStatement(dedup: boolean): string {
+  // The captures that are forwarded and announced: not refused by enforce, not a duplicate.
+  const passed = dedup ? 'not u.rejected and u.duplicate_of is null' : 'not u.rejected';
   return `
 with live as (
   select e.id, e.paused, e.forward_url,
@@ -96,7 +98,7 @@ with live as (
   insert into capture_announcements (capture_id, organization_id, endpoint_id, received_at)
   -- a duplicate (src/routing/dedup.ts) is not announced, as it is not forwarded: a request.captured
   -- subscriber hears of a provider's retried event once, as its destinations do
-  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce and not u.rejected${dedup ? ' and u.duplicate_of is null' : ''}
+  select u.id, u.organization_id, u.endpoint_id, u.received_at from u where u.announce and ${passed}
   returning 1
 ), targets as materialized (
   select t.*, least(row_number() over (partition by t.endpoint_id order by t.sort_order, t.forward_destination_id nulls first) - 1, 63)::int as position
@@ -113,7 +115,7 @@ with live as (
   select encode(overlay(uuid_send(u.id) placing set_byte(substring(uuid_send(gen_random_uuid()) from 9 for 8), 0, 128 + t.position)
                         from 9 for 8), 'hex')::uuid,
          u.organization_id, u.id, u.received_at, t.endpoint_id, t.forward_destination_id, t.destination_type, t.url, t.agent_id
-    from targets t join u on u.endpoint_id = t.endpoint_id and not u.rejected${dedup ? ' and u.duplicate_of is null' : ''}
+    from targets t join u on u.endpoint_id = t.endpoint_id and ${passed}
    where exists (select from targets)
   returning 1
 )
