@@ -196,8 +196,8 @@ describe('the completion statements', () => {
     });
 
     it(`${name}, prepared: its generic plan probes each delivery it reads or moves by primary key, whatever the table holds (COMPLETE_SETTINGS, LEASED)`, async () => {
-      // an unanalyzed table with history (the plan's shape, not the dead index entries a plan walking
-      // deliveries_leased would read, is what this checks: the test below pins the status check too)
+      // an unanalyzed table with history; the assertions read the generic plan's shape (a plan that
+      // walked deliveries_leased would read the dead entries of every delivery once in flight)
       await insertHistory();
       // a generic plan is the same whatever the values: explained with nulls (EXPLAIN EXECUTE takes no parameters)
       const nulls = Array.from({ length: completionParams([], 'node').length }, () => 'null').join(', ');
