@@ -180,20 +180,24 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
     throw new UnsupportedPostgresError(refused);
   }
   const listener = new Listener(connectionString, log);
-  // withSettings: a pool per distinct settings, its connections opened with them
+  // withSettings: a pool per distinct settings, whose connections are set
+  // once, by the first call that checks each of them out. The SET is awaited
+  // before fn's first statement, on the connection fn is then given: not
+  // queued behind pg-pool's 'connect' event, which makes the pool's own first
+  // query run while the SET is still executing (node-postgres deprecates
+  // that and prints a DeprecationWarning into the operator's log).
   const settingsPools = new Map<string, pg.Pool>();
-  const settingsPool = (settings: Settings): pg.Pool => {
+  const settingsPool = (settings: Settings): [pg.Pool, string] => {
     const sql = setStatements(settings, true);
     let p = settingsPools.get(sql);
     if (!p) {
       p = new pg.Pool({ connectionString, max: 2 });
       p.on('error', (err) => log('idle database connection error', err));
-      // queued on the new connection before the statement it was opened for
-      p.on('connect', (client) => void client.query(sql).catch((err) => log('applying connection settings failed', err)));
       settingsPools.set(sql, p);
     }
-    return p;
+    return [p, sql];
   };
+  const settled = new WeakSet<pg.PoolClient>();
   return {
     kind: 'postgres',
     ...wrap(pool),
@@ -223,7 +227,26 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       client.release();
       return result;
     },
-    withSettings: async (settings, fn) => fn(wrap(settingsPool(settings))),
+    async withSettings(settings, fn) {
+      const [p, sql] = settingsPool(settings);
+      const client = await p.connect();
+      try {
+        if (!settled.has(client)) {
+          await client.query(sql);
+          settled.add(client);
+        }
+      } catch (err) {
+        // a connection whose settings could not be applied is not handed out again
+        client.release(true);
+        throw err;
+      }
+      try {
+        return await fn(wrap(client));
+      } finally {
+        // a failed statement leaves an autocommit connection as it was; a broken one pg-pool drops itself
+        client.release();
+      }
+    },
     async session(fn) {
       const client = await pool.connect();
       let broken = false;

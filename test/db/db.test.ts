@@ -8,6 +8,13 @@ import { openTestDb, type TestDb } from '../helpers/db.ts';
 
 let tdb: TestDb;
 
+// Every warning this process prints: node-postgres warns (once a process)
+// when a query is sent on a connection still running another one, a
+// behaviour it will drop. Recorded from the start, so a test later in the
+// file cannot miss a warning an earlier one caused.
+const warnings: string[] = [];
+process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
+
 before(async () => {
   tdb = await openTestDb();
   await tdb.db.exec('create table if not exists db_test (id int primary key, v text, b bytea)');
@@ -140,6 +147,9 @@ describe('transactions', () => {
     const others = await Promise.all(Array.from({ length: 12 }, () => read(tdb.db)));
     assert.deepEqual(new Set(others), new Set([outside]));
     assert.notEqual(outside, '4321ms off');
+    // the settings were applied before the first statement, not queued under it
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings.filter((w) => /already executing a query/.test(w)), []);
   });
 
   it('refuses a setting that is not a plain name and value', async () => {
