@@ -46,11 +46,12 @@ interface Tree {
 async function openTree(name: string, root: string): Promise<Tree> {
   const from = (path: string) => import(`${root}/${path}`);
   const pino = createRequire(`${root}/package.json`)('pino');
-  const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }] =
+  const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }, { claimAheadFor }] =
     await Promise.all(
       [
         'src/db/ids.ts', 'src/delivery/http-transport.ts', 'src/delivery/worker.ts', 'src/ingest/store.ts', 'src/orgs/organizations.ts', 'src/requests/capture-ids.ts',
         'src/db/migrate.ts', 'src/db/pglite.ts', 'src/db/postgres.ts', 'test/helpers/db.ts', 'test/helpers/fixtures.ts', 'test/helpers/https.ts',
+        'src/delivery/start.ts',
       ].map(from),
     );
   const { db, drop } = await openBenchDbWith({ migrate, openPglite, openPostgres, createFreshDatabase });
@@ -71,7 +72,9 @@ async function openTree(name: string, root: string): Promise<Tree> {
     async round(n) {
       for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done));
       let settled = 0;
-      const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
+      // as that tree's startDelivery runs it (claim-ahead on PGlite, where the tree has it)
+      const claimAhead = claimAheadFor?.(db, 60_000, 30_000);
+      const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, claimAhead, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
       const started = performance.now();
       const cpu = process.cpuUsage();
       await w.start();

@@ -38,6 +38,7 @@ import { Agent } from 'undici';
 import { loadConfig } from '../src/config.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
+import { claimAheadFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
@@ -108,6 +109,8 @@ function worker(opts: { listen?: boolean; pollMs?: number } = {}): DeliveryWorke
     node: 'bench',
     transport,
     concurrency: CONCURRENCY,
+    // as startDelivery runs it (claim-ahead on PGlite)
+    claimAhead: claimAheadFor(db, 60_000, 30_000),
     leaseMs: 60_000,
     pollMs: opts.pollMs ?? 5_000,
     listen: opts.listen,

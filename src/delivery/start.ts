@@ -33,6 +33,24 @@ export function nodeName(): string {
   return `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
 }
 
+/** How long before its lease could end a held delivery's attempt must begin. */
+const LEASE_MARGIN_MS = 2_000;
+/** Below this much room for waiting, claim-ahead would mostly give leases back: not worth it. */
+const MIN_CLAIM_AHEAD_WAIT_MS = 5_000;
+
+/**
+ * Claim-ahead (WorkerOptions.claimAhead) on PGlite only. There one thread
+ * runs the database and the forwards, and a claim or a completion costs
+ * about 0.9 ms whatever its rows: claiming while the send slots are busy,
+ * in full batches, took 0.8x the CPU a forward (docs/forwarding.md). On
+ * PostgreSQL it measured no faster, and several nodes share the queue: a
+ * node holding more than it can send keeps work from the others.
+ */
+export function claimAheadFor(db: Pick<Db, 'kind'>, leaseMs: number, forwardTimeoutMs: number): { maxWaitMs: number } | undefined {
+  const maxWaitMs = leaseMs - forwardTimeoutMs - LEASE_MARGIN_MS;
+  return db.kind === 'pglite' && maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs } : undefined;
+}
+
 /**
  * Starts this node's HTTPS delivery worker. `transport` lets in-process
  * tests trust their test CA or resolve test names; a running Weir trusts
@@ -51,6 +69,7 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
       ...transport,
     }),
     concurrency: config.deliveryConcurrency,
+    claimAhead: claimAheadFor(db, config.deliveryLeaseMs, config.forwardTimeoutMs),
     leaseMs: config.deliveryLeaseMs,
     pollMs: config.deliveryPollMs,
     metrics: deps.metrics,

@@ -20,6 +20,15 @@ export interface WorkerOptions {
   node: string;
   /** Forwards in flight at once on this node. */
   concurrency: number;
+  /**
+   * Claim ahead: hold up to `concurrency` more leased deliveries than are
+   * being sent, each waiting for a send slot, so claims and completions run
+   * while the slots are busy and come in full batches. `maxWaitMs` is how
+   * long a held delivery may wait for its slot and still have its whole
+   * attempt inside the lease (lease minus the attempt's timeout, less a
+   * margin); past it the lease is given back instead. Off when absent.
+   */
+  claimAhead?: { maxWaitMs: number };
   /** Rows per claim statement (at most the free concurrency). */
   batchSize?: number;
   /** How long a claim holds a delivery; must outlast one attempt (the transport's total timeout). */
@@ -49,6 +58,12 @@ export interface WorkerOptions {
  * is re-established it re-scans, because notifications sent meanwhile are lost.
  */
 export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort: AbortController; done: Promise<void> }> {
+  /** Forwards being sent: at most `concurrency`. */
+  private sending = 0;
+  /** Held deliveries waiting for a send slot, first claimed first (claim-ahead only). */
+  private readonly sendQueue: Array<() => void> = [];
+  /** Deliveries held at once, sending or waiting to: `concurrency`, twice that with claim-ahead. */
+  private readonly holdLimit: number;
   /** The last claim left due work behind for want of free slots. */
   private backlog = false;
   /** The last claim saw a paced replay batch (a hint for the next claim, see claimDeliveries). */
@@ -80,6 +95,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     this.completions = new CompletionBatcher(o.db, o.node);
     this.filters = new FilterGate(o.db);
     this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 2)));
+    this.holdLimit = o.claimAhead ? 2 * o.concurrency : o.concurrency;
   }
 
   protected recoverLeases(): Promise<number> {
@@ -96,6 +112,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     // With due work left behind, claim only once a batch's worth of
     // slots is free: one claim per batch, not one per finished forward.
     else if (want >= (this.backlog ? this.refill : 1)) {
+      const claimedAt = Date.now();
       const { claimed, rescheduled, pacedBatches } = await claimDeliveries(this.o.db, {
         destinationType: this.o.transport.destinationType,
         agentIds,
@@ -105,7 +122,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
         pacedBatches: this.pacedBatches,
       });
       this.pacedBatches = pacedBatches;
-      for (const d of claimed) this.launch(d);
+      for (const d of claimed) this.launch(d, claimedAt);
       // a full batch means more may be due right now
       this.backlog = claimed.length + rescheduled >= want;
       if (this.backlog && this.freeSlots() >= this.refill) return null;
@@ -117,9 +134,9 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     return sleepUntil;
   }
 
-  private launch(d: ClaimedDelivery): void {
+  private launch(d: ClaimedDelivery, claimedAt: number): void {
     const abort = new AbortController();
-    const done = this.process(d, abort.signal)
+    const done = this.process(d, abort.signal, claimedAt)
       .catch((err) => this.o.logger.error({ err, delivery: d.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
       .finally(() => {
         this.inflight.delete(d.id);
@@ -139,7 +156,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     this.wake();
   }
 
-  private async process(d: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+  private async process(d: ClaimedDelivery, signal: AbortSignal, claimedAt: number): Promise<void> {
     if (d.sendAt > Date.now()) await abortableDelay(d.sendAt - Date.now(), signal);
     if (signal.aborted) return;
     if (d.sendAt > 0 && Date.now() - d.sendAt > PACING_LATE_MS) return this.giveUpSlot(d);
@@ -167,7 +184,14 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     // the destination's transformation (src/transformations): may end the delivery here, or reshape what is sent
     const t = await transformDelivery(d, { db: this.o.db, completions: this.completions, logger: this.o.logger, limits: this.o.transformLimits });
     if (t.settled) return void this.o.onSettled?.(d, t.settled);
-    const result = t.finish(await this.o.transport.send(t.delivery, signal));
+    if (!(await this.sendSlot(d, signal, claimedAt))) return;
+    let sent;
+    try {
+      sent = await this.o.transport.send(t.delivery, signal);
+    } finally {
+      this.releaseSendSlot();
+    }
+    const result = t.finish(sent);
     // aborted by shutdown: the lease is released instead, and the outcome is unknown
     if (signal.aborted) return;
     const decision = decide(result, d.retry, d.attemptNumber);
@@ -189,13 +213,69 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   }
 
   /**
-   * Slots a claim may fill: forwards in flight stay within the concurrency,
-   * and outcomes waiting to be recorded within as many again (a database
+   * Takes one of the `concurrency` send slots, waiting for it in claim
+   * order when all are busy (only with claim-ahead: otherwise every held
+   * delivery has one). False when the delivery is not to be sent now:
+   * aborted while waiting (stopping, abandoned), or it waited so long that
+   * its attempt might outlast its lease, or past its paced slot; then its
+   * lease goes back (due as it was, or re-slotted by the next claim) and a
+   * later claim takes it again.
+   */
+  private async sendSlot(d: ClaimedDelivery, signal: AbortSignal, claimedAt: number): Promise<boolean> {
+    if (this.sending < this.o.concurrency && this.sendQueue.length === 0) {
+      this.sending++;
+      return true;
+    }
+    let handed = false;
+    await new Promise<void>((resolve) => {
+      const take = () => {
+        handed = true;
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const i = this.sendQueue.indexOf(take);
+        if (i >= 0) this.sendQueue.splice(i, 1);
+        resolve();
+      };
+      this.sendQueue.push(take);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    if (!handed) return false;
+    if (signal.aborted) {
+      this.releaseSendSlot();
+      return false;
+    }
+    if (Date.now() - claimedAt > (this.o.claimAhead?.maxWaitMs ?? 0)) {
+      this.releaseSendSlot();
+      await releaseLeases(this.o.db, [d.leaseId], { keepDue: true });
+      this.wake();
+      return false;
+    }
+    if (d.sendAt > 0 && Date.now() - d.sendAt > PACING_LATE_MS) {
+      this.releaseSendSlot();
+      await this.giveUpSlot(d);
+      return false;
+    }
+    return true;
+  }
+
+  /** Hands a finished send's slot to the first delivery waiting for one, or frees it. */
+  private releaseSendSlot(): void {
+    const next = this.sendQueue.shift();
+    if (next) next();
+    else this.sending--;
+  }
+
+  /**
+   * Slots a claim may fill: deliveries held stay within the hold limit
+   * (sends themselves within the concurrency, sendSlot), and outcomes
+   * waiting to be recorded within as many again (a database
    * slower than the destinations holds claims back instead of piling up
    * answered forwards whose leases it has not released).
    */
   private freeSlots(): number {
-    return Math.min(this.o.concurrency - this.inflight.size, 2 * this.o.concurrency - this.inflight.size - this.recording.size);
+    return Math.min(this.holdLimit - this.inflight.size, 2 * this.o.concurrency - this.inflight.size - this.recording.size);
   }
 
   /** With due work left behind, claims again once a batch's worth of slots is free. */

@@ -115,6 +115,77 @@ describe('delivery worker', () => {
     assert.equal(rx.received.length, 2, 'each sent once');
   });
 
+  describe('claim-ahead', () => {
+    const gated = () => {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      return { gate, open };
+    };
+
+    it('holds twice its concurrency but sends no more than its concurrency at once, the held ones in claim order, each once', async () => {
+      const { gate, open } = gated();
+      const rx = await startReceiver({ reply: () => ({ until: gate }) });
+      t.receivers.push(rx);
+      const ep = await orgWithEndpoint(t.db, rx.url);
+      const caps = await insertCaptures(t.db, ep, Array.from({ length: 6 }, (_, i) => ({ body: `c${i}` })));
+      t.worker = await startTestWorker(t.db, { concurrency: 2, claimAhead: { maxWaitMs: 60_000 } });
+      await rx.waitFor(2);
+      // four held (leased) while the two sends wait for their answers: the next claim came while the slots were busy
+      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 4 || undefined, 'four deliveries held');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(rx.received.length, 2, 'no more sends than the concurrency');
+      assert.deepEqual(new Set(rx.received.map((r) => r.body.toString())), new Set(['c0', 'c1']));
+      assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, 4);
+      open();
+      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 6 || undefined, 'all six delivered');
+      assert.equal(rx.received.length, 6, 'each sent once');
+      assert.deepEqual(new Set(rx.received.slice(2, 4).map((r) => r.body.toString())), new Set(['c2', 'c3']), 'the held ones went in claim order');
+      assert.equal((await attempts(t.db)).length, 6);
+      assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set(caps.map((c) => c.id)));
+    });
+
+    it('gives a held delivery\'s lease back, unsent, once it has waited too long for its attempt to fit in the lease; a later claim sends it', async () => {
+      const { gate, open } = gated();
+      const rx = await startReceiver({ reply: (_r, i) => (i === 0 ? { until: gate } : {}) });
+      t.receivers.push(rx);
+      const ep = await orgWithEndpoint(t.db, rx.url);
+      await insertCaptures(t.db, ep, [{ body: 'first' }, { body: 'second' }]);
+      let released = 0;
+      const db: Db = {
+        ...t.db,
+        query: (text, params, opts) => {
+          if (/where lease_id = any/.test(text)) released++; // releaseLeases
+          return t.db.query(text, params, opts);
+        },
+      };
+      t.worker = await startTestWorker(db, { concurrency: 1, claimAhead: { maxWaitMs: 200 } });
+      await rx.waitFor(1);
+      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 2 || undefined, 'the second held behind the first');
+      await new Promise((r) => setTimeout(r, 300));
+      open();
+      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 2 || undefined, 'both delivered');
+      assert.equal(released, 1, `the second one's lease was given back once, not ${released} times`);
+      assert.deepEqual(rx.received.map((r) => r.body.toString()), ['first', 'second']);
+      assert.deepEqual((await deliveries(t.db)).map((d) => d.attempt_count), [1, 1]);
+    });
+
+    it('gives back the leases of held deliveries at shutdown, unsent, recording no attempt', async () => {
+      const rx = await startReceiver({ reply: () => 'hang' });
+      t.receivers.push(rx);
+      const ep = await orgWithEndpoint(t.db, rx.url);
+      await insertCaptures(t.db, ep, [{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
+      t.worker = await startTestWorker(t.db, { concurrency: 1, claimAhead: { maxWaitMs: 60_000 } });
+      await rx.waitFor(1);
+      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 2 || undefined, 'one held behind the one sent');
+      await t.worker.stop(100);
+      t.worker = undefined;
+      assert.equal(rx.received.length, 1, 'the held one was not sent');
+      const ds = await deliveries(t.db);
+      assert.deepEqual(ds.map((d) => [d.status, d.attempt_count]), [['pending', 0], ['pending', 0], ['pending', 0]]);
+      assert.equal((await attempts(t.db)).length, 0);
+    });
+  });
+
   it('claims again a delivery whose lease expired (its worker died) and delivers it', async () => {
     const rx = await startReceiver();
     t.receivers.push(rx);
