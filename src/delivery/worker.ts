@@ -12,6 +12,14 @@ import { FilterGate, finishFiltered } from '../routing/apply.ts';
 import { transformDelivery } from '../transformations/run.ts';
 import type { Limits } from '../transformations/sandbox.ts';
 
+/**
+ * How long, while outcomes keep coming, a small batch of them waits for more
+ * before it is recorded (CompletionBatcher). Measured on 2026-11-28: on
+ * PGlite 1.08x the forwards a second and 0.81x the CPU a forward; on
+ * PostgreSQL the same rate at 0.78x this process's CPU a forward.
+ */
+const COMPLETION_LINGER_MS = 4;
+
 export interface WorkerOptions {
   db: Db;
   transport: Transport;
@@ -92,7 +100,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       messages: { requeued: 'requeued deliveries whose lease expired', passFailed: 'delivery claim failed; retrying' },
       onIdle: o.onIdle,
     });
-    this.completions = new CompletionBatcher(o.db, o.node);
+    // under load an outcome waits up to COMPLETION_LINGER_MS for a concurrency's worth to record with it
+    this.completions = new CompletionBatcher(o.db, o.node, { minBatch: o.concurrency, ms: COMPLETION_LINGER_MS });
     this.filters = new FilterGate(o.db);
     this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 2)));
     this.holdLimit = o.claimAhead ? 2 * o.concurrency : o.concurrency;

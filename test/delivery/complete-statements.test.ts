@@ -3,7 +3,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { setStatements, type Queryable } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
 import { releaseLeases, requeueExpiredLeases } from '../../src/delivery/claim.ts';
-import { COMPLETE_SETTINGS, completeAttempts, completionParams, type Outcome } from '../../src/delivery/complete.ts';
+import { COMPLETE_SETTINGS, CompletionBatcher, completeAttempts, completionParams, type Outcome } from '../../src/delivery/complete.ts';
+import type { Db } from '../../src/db/db.ts';
 import { COMPLETE_ATTEMPTS, COMPLETE_ATTEMPTS_RECORDING_INCIDENTS } from '../../src/delivery/complete-statement.ts';
 import { CANCELLED_ERROR, CANCELLED_MARK, HELD_UNTIL } from '../../src/delivery/replay-batch.ts';
 import type { Decision } from '../../src/delivery/retry-policy.ts';
@@ -161,6 +162,67 @@ describe('the completion statements', () => {
     assert.deepEqual([...owned].sort(), [fastId, slowId].sort());
     const { rows } = await t.db.query<{ delivery_id: string }>(`select delivery_id from incident_failures`);
     assert.deepEqual(rows.map((r) => r.delivery_id), [slowId]);
+  });
+
+  describe('CompletionBatcher', () => {
+    /** `n` leased deliveries and their succeeded outcomes. */
+    async function outcomes(n: number): Promise<Outcome[]> {
+      const out: Outcome[] = [];
+      for (let i = 0; i < n; i++) {
+        const d = { requestId: newId(), leaseId: newId() };
+        const id = await insertDelivery({ requestId: d.requestId, status: 'in_flight', leaseId: d.leaseId });
+        out.push(outcomeOf({ id, ...d, replayBatchId: null, attemptNumber: 1 }, { status: 'succeeded' }));
+      }
+      return out;
+    }
+    /** The test database, counting the completion statements run through it. */
+    function counting(): { db: Db; writes: () => number } {
+      let writes = 0;
+      const db: Db = {
+        ...t.db,
+        withSettings: (settings, fn) => {
+          if (settings === COMPLETE_SETTINGS) writes++;
+          return t.db.withSettings(settings, fn);
+        },
+      };
+      return { db, writes: () => writes };
+    }
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    it('with a linger, records outcomes that come one after another within it in one statement', async () => {
+      const [a, b, c] = await outcomes(3);
+      const { db, writes } = counting();
+      const batcher = new CompletionBatcher(db, 'node', { minBatch: 10, ms: 300 });
+      const recorded = [batcher.record(a)];
+      await sleep(20);
+      recorded.push(batcher.record(b));
+      await sleep(20);
+      recorded.push(batcher.record(c));
+      assert.deepEqual(await Promise.all(recorded), [true, true, true]);
+      assert.equal(writes(), 1);
+      const { rows } = await t.db.query<{ n: number }>(`select count(*)::int as n from deliveries where status = 'succeeded'`);
+      assert.equal(rows[0].n, 3);
+    });
+
+    it('without one, writes the first outcome at once', async () => {
+      const [a, b] = await outcomes(2);
+      const { db, writes } = counting();
+      const batcher = new CompletionBatcher(db, 'node');
+      const first = batcher.record(a);
+      await sleep(50);
+      const second = batcher.record(b);
+      assert.deepEqual(await Promise.all([first, second]), [true, true]);
+      assert.equal(writes(), 2);
+    });
+
+    // a minute's linger against a ten-second timeout: only a batch written at once passes
+    it('with a linger, writes a batch that already holds minBatch outcomes without waiting', { timeout: 10_000 }, async () => {
+      const five = await outcomes(5);
+      const { db, writes } = counting();
+      const batcher = new CompletionBatcher(db, 'node', { minBatch: 5, ms: 60_000 });
+      assert.deepEqual(await Promise.all(five.map((o) => batcher.record(o))), [true, true, true, true, true]);
+      assert.equal(writes(), 1);
+    });
   });
 
   /** 2,000 finished deliveries, unanalyzed: history the completions must not read. */
