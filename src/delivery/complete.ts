@@ -87,8 +87,9 @@ export function completionParams(outcomes: readonly Outcome[], node: string): un
 /**
  * Group commit for outcomes: attempts finishing while a write is running
  * wait and go together in the next statement, so under load one commit
- * records many attempts (as the ingest batcher does for captures) and at
- * low load each is written at once.
+ * records many attempts (as the ingest batcher does for captures). Without
+ * a linger (below) an outcome at low load is written at once; with one, it
+ * waits the linger first.
  */
 export class CompletionBatcher {
   private queue: Array<{ outcome: Outcome; resolve: (owned: boolean) => void; reject: (err: unknown) => void }> = [];

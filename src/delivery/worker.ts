@@ -13,10 +13,12 @@ import { transformDelivery } from '../transformations/run.ts';
 import type { Limits } from '../transformations/sandbox.ts';
 
 /**
- * How long, while outcomes keep coming, a small batch of them waits for more
- * before it is recorded (CompletionBatcher). Measured on 2026-11-28: on
- * PGlite 1.08x the forwards a second and 0.81x the CPU a forward; on
- * PostgreSQL the same rate at 0.78x this process's CPU a forward.
+ * How long a batch of outcomes smaller than the concurrency waits for more
+ * before it is recorded (CompletionBatcher), at any load: a lone outcome on
+ * a quiet node is recorded this much later. Measured on 2026-11-28
+ * (bench:forward-trees): PGlite 1.06-1.08x the forwards a second at
+ * 0.81-0.86x the CPU a forward; PostgreSQL 1.03x at 0.84x this process's
+ * CPU a forward.
  */
 const COMPLETION_LINGER_MS = 4;
 
@@ -26,7 +28,7 @@ export interface WorkerOptions {
   logger: Logger;
   /** Identifies this node in deliveries.leased_by. */
   node: string;
-  /** Forwards in flight at once on this node. */
+  /** Forwards sent at once on this node (with claim-ahead it holds up to twice as many leased). */
   concurrency: number;
   /**
    * Claim ahead: hold up to `concurrency` more leased deliveries than are
@@ -100,7 +102,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       messages: { requeued: 'requeued deliveries whose lease expired', passFailed: 'delivery claim failed; retrying' },
       onIdle: o.onIdle,
     });
-    // under load an outcome waits up to COMPLETION_LINGER_MS for a concurrency's worth to record with it
+    // a batch of fewer outcomes than the concurrency waits COMPLETION_LINGER_MS for more
     this.completions = new CompletionBatcher(o.db, o.node, { minBatch: o.concurrency, ms: COMPLETION_LINGER_MS });
     this.filters = new FilterGate(o.db);
     this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 2)));
