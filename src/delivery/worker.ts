@@ -170,7 +170,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private async process(d: ClaimedDelivery, signal: AbortSignal, claimedAt: number): Promise<void> {
     if (d.sendAt > Date.now()) await abortableDelay(d.sendAt - Date.now(), signal);
     if (signal.aborted) return;
-    if (d.sendAt > 0 && Date.now() - d.sendAt > PACING_LATE_MS) return this.giveUpSlot(d);
+    if (missedPacedSlot(d)) return this.giveUpSlot(d);
     if (d.sendAt > 0) this.o.metrics?.pacingLag(Math.max(0, Date.now() - d.sendAt) / 1000);
     if (!d.capture) {
       await finishUnattempted(this.o.db, d, 'the captured request no longer exists (retention removed it)');
@@ -263,7 +263,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       this.wake();
       return false;
     }
-    if (d.sendAt > 0 && Date.now() - d.sendAt > PACING_LATE_MS) {
+    if (missedPacedSlot(d)) {
       this.releaseSendSlot();
       await this.giveUpSlot(d);
       return false;
@@ -329,6 +329,11 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     await Promise.all([...this.recording]);
     if (stopped) await this.o.transport.close();
   }
+}
+
+/** A paced delivery this node is too late to send in its slot (PACING_LATE_MS): it gives the slot back instead (giveUpSlot). */
+function missedPacedSlot(d: ClaimedDelivery): boolean {
+  return d.sendAt > 0 && Date.now() - d.sendAt > PACING_LATE_MS;
 }
 
 function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
