@@ -23,7 +23,13 @@ export interface ClaimRow {
   url: string | null;
   agent_id: string | null;
   attempt_count: number;
-  paced_slot: Date | null;
+  /**
+   * Times as epoch milliseconds, float8 from the exact numeric (so the
+   * whole milliseconds are exact, as a Date parsed from the timestamp's
+   * text has them): both drivers parse a timestamptz's text into a Date for
+   * every row, a float8 is one parseFloat (docs/forwarding.md).
+   */
+  paced_slot_ms: number | null;
   replay_batch_id: string | null;
   capture_id: string | null;
   method: string | null;
@@ -44,8 +50,8 @@ export interface ClaimRow {
   filter_version: string | null;
   ignore_filter: boolean;
   transformation: { code: string } | null;
-  request_received_at: Date | null;
-  db_now: Date;
+  request_received_ms: number | null;
+  db_now_ms: number;
   /** only in the statement with batch pacing */
   paced_batches?: boolean;
 }
@@ -135,7 +141,7 @@ export const CLAIM_DUE = `with next as materialized (
         returning d.*
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
-            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
             -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
@@ -145,8 +151,8 @@ export const CLAIM_DUE = `with next as materialized (
             -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
             case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
-            fd.transformation, c.request_received_at,
-            statement_timestamp() as db_now
+            fd.transformation, (extract(epoch from c.request_received_at) * 1000)::float8 as request_received_ms,
+            (extract(epoch from statement_timestamp()) * 1000)::float8 as db_now_ms
        from claimed c
        -- a range, not equality: received_at may carry microseconds the
        -- millisecond copy in the delivery row lost; the id pins the row
@@ -230,7 +236,7 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
         returning d.*
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
-            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
             -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
@@ -240,8 +246,8 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
             -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
             case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
-            fd.transformation, c.request_received_at,
-            statement_timestamp() as db_now,
+            fd.transformation, (extract(epoch from c.request_received_at) * 1000)::float8 as request_received_ms,
+            (extract(epoch from statement_timestamp()) * 1000)::float8 as db_now_ms,
             -- whether the next claim needs batch pacing again (the pacing row of a batch with nothing left is deleted)
             exists (select 1 from replay_batch_pacing) as paced_batches
        from claimed c
@@ -330,7 +336,7 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
         returning d.*
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
-            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
             -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
@@ -340,8 +346,8 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
             -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
             case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
-            fd.transformation, c.request_received_at,
-            statement_timestamp() as db_now
+            fd.transformation, (extract(epoch from c.request_received_at) * 1000)::float8 as request_received_ms,
+            (extract(epoch from statement_timestamp()) * 1000)::float8 as db_now_ms
        from claimed c
        -- a range, not equality: received_at may carry microseconds the
        -- millisecond copy in the delivery row lost; the id pins the row
@@ -438,7 +444,7 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
         returning d.*
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
-            c.destination_type, c.url, c.agent_id, c.attempt_count, c.paced_slot, c.replay_batch_id,
+            c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
             -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
             cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
@@ -448,8 +454,8 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
             -- a filter once per version, so the filter's JSON is not sent (and, on PGlite, parsed) with every row
             case when fd.filter is not null then fd.updated_at::text end as filter_version, c.ignore_filter,
             -- src/transformations: the code as it is now
-            fd.transformation, c.request_received_at,
-            statement_timestamp() as db_now,
+            fd.transformation, (extract(epoch from c.request_received_at) * 1000)::float8 as request_received_ms,
+            (extract(epoch from statement_timestamp()) * 1000)::float8 as db_now_ms,
             -- whether the next claim needs batch pacing again (the pacing row of a batch with nothing left is deleted)
             exists (select 1 from replay_batch_pacing) as paced_batches
        from claimed c

@@ -113,7 +113,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
   if (rows.length === 0) return { claimed: [], rescheduled: 0, pacedBatches: batches && (await pacedBatchesExist(db)) };
   // The database's clock hands out slots; convert them to this process's
   // clock, pairing the statement's start there with when it was sent here.
-  const skew = new Date(rows[0].db_now).getTime() - sentAt;
+  const skew = rows[0].db_now_ms - sentAt;
   const claimed: ClaimedDelivery[] = [];
   for (const r of rows) {
     if (r.status !== 'in_flight') continue;
@@ -129,7 +129,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       agentId: r.agent_id,
       replayBatchId: r.replay_batch_id,
       attemptNumber: r.attempt_count + 1,
-      sendAt: r.paced_slot ? new Date(r.paced_slot).getTime() - skew : 0,
+      sendAt: r.paced_slot_ms !== null ? r.paced_slot_ms - skew : 0,
       capture: r.capture_id
         ? {
             id: r.capture_id,
@@ -149,7 +149,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       agentEnvironment: r.agent_environment,
       filterVersion: r.ignore_filter ? null : r.filter_version,
       transformation: r.transformation,
-      requestReceivedAt: r.request_received_at,
+      requestReceivedAt: r.request_received_ms === null ? null : new Date(r.request_received_ms),
       retry:
         r.destination_type === 'agent'
           ? agentRetry(r.agent_environment)

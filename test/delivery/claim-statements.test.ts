@@ -157,12 +157,27 @@ for (const v of VARIANTS) {
       assert.deepEqual(again.map((r) => r.id), [ids[0]], 'a leased delivery is not claimed again');
     });
 
+    it('returns its times as epoch milliseconds whose whole part is the timestamp\'s millisecond, whatever its microseconds', async () => {
+      const k = await kinds();
+      const ids = await queue([k.mine({ dueMsAgo: 3 }), k.mine({ dueMsAgo: 2 }), k.mine({ dueMsAgo: 1 })]);
+      // microseconds that a float8 of seconds times 1000 would round across the millisecond
+      const received = ['2026-11-28 12:00:00.123+00', '2026-11-28 12:00:00.999999+00', '2026-11-28 12:00:00.000001+00'];
+      for (const [i, id] of ids.entries()) await t.db.query(`update deliveries set request_received_at = $2::timestamptz where id = $1::uuid`, [id, received[i]]);
+      const rows = await claimWith(v, k.who, 10);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      assert.deepEqual(
+        ids.map((id) => Math.floor(byId.get(id)!.request_received_ms!)),
+        [Date.UTC(2026, 10, 28, 12, 0, 0, 123), Date.UTC(2026, 10, 28, 12, 0, 0, 999), Date.UTC(2026, 10, 28, 12, 0, 0, 0)],
+      );
+      assert.ok(Math.abs(rows[0].db_now_ms - Date.now()) < 60_000, 'the database\'s clock, in epoch milliseconds');
+    });
+
     it('gives the deliveries of a rate-limited destination slots 60 s / rate apart', async () => {
       const k = await kinds();
       const fd = await insertForwardDestination(t.db, ep, v.agents ? { agentId: k.connected, rateLimitPerMinute: 60 } : { rateLimitPerMinute: 60 });
       await queue([k.mine({ dueMsAgo: 3, destinationId: fd.id }), k.mine({ dueMsAgo: 2, destinationId: fd.id }), k.mine({ dueMsAgo: 1, destinationId: fd.id })]);
       const rows = await claimWith(v, k.who, 10);
-      const slots = rows.map((r) => new Date(r.paced_slot!).getTime()).sort((a, b) => a - b);
+      const slots = rows.map((r) => Math.round(r.paced_slot_ms!)).sort((a, b) => a - b);
       assert.deepEqual([slots[1] - slots[0], slots[2] - slots[1]], [1000, 1000]);
       // within the horizon: leased now, to wait in memory; beyond it: written back as pending until the slot
       assert.deepEqual(rows.map((r) => r.status).sort(), ['in_flight', 'in_flight', 'pending']);
@@ -181,9 +196,9 @@ for (const v of VARIANTS) {
       const rows = await claimWith(v, k.who, 10);
       const byId = new Map(rows.map((r) => [r.id, r]));
       assert.equal(byId.get(onTime)!.status, 'in_flight');
-      assert.equal(new Date(byId.get(onTime)!.paced_slot!).getTime(), slotWas.get(onTime), 'a slot missed by 100 ms is kept');
+      assert.equal(Math.floor(byId.get(onTime)!.paced_slot_ms!), slotWas.get(onTime), 'a slot missed by 100 ms is kept');
       assert.equal(byId.get(missed)!.status, 'pending', 'the next free slot is beyond the horizon');
-      assert.ok(new Date(byId.get(missed)!.paced_slot!).getTime() - slotWas.get(missed)! >= 5_000, 'the missed slot was given up for the next free one');
+      assert.ok(Math.floor(byId.get(missed)!.paced_slot_ms!) - slotWas.get(missed)! >= 5_000, 'the missed slot was given up for the next free one');
     });
 
     if (!v.batches) {
@@ -205,7 +220,7 @@ for (const v of VARIANTS) {
         const batch = await insertPacedBatch(30);
         await queue([1, 2, 3].map((n) => k.mine({ dueMsAgo: n, destinationId: fd.id, batchId: batch })));
         const rows = await claimWith(v, k.who, 10);
-        const slots = rows.map((r) => new Date(r.paced_slot!).getTime()).sort((a, b) => a - b);
+        const slots = rows.map((r) => Math.round(r.paced_slot_ms!)).sort((a, b) => a - b);
         assert.deepEqual([slots[1] - slots[0], slots[2] - slots[1]], [2000, 2000]);
         const { rows: pacing } = await t.db.query<{ n: number }>(`select count(*)::int as n from destination_pacing`);
         assert.equal(pacing[0].n, 0, 'the destination\'s own pacing is left alone');
