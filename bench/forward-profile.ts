@@ -17,7 +17,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pino from 'pino';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
-import { claimAheadFor } from '../src/delivery/start.ts';
+import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
@@ -52,8 +52,8 @@ async function drain(n: number, c: Counter): Promise<number> {
     node: 'bench',
     transport: { destinationType: 'https', send: (d, s) => http.send(d, s), close: async () => {} },
     concurrency: CONCURRENCY,
-    // as startDelivery runs it (claim-ahead on PGlite)
-    claimAhead: claimAheadFor(db, 60_000, 30_000),
+    // as startDelivery runs it (claim-ahead, the unrecorded limit)
+    ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY }),
     leaseMs: 60_000,
     pollMs: 5_000,
     onSettled: () => settled++,

@@ -46,7 +46,7 @@ interface Tree {
 async function openTree(name: string, root: string): Promise<Tree> {
   const from = (path: string) => import(`${root}/${path}`);
   const pino = createRequire(`${root}/package.json`)('pino');
-  const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }, { claimAheadFor }] =
+  const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }, { claimAheadFor, deliveryQueueFor }] =
     await Promise.all(
       [
         'src/db/ids.ts', 'src/delivery/http-transport.ts', 'src/delivery/worker.ts', 'src/ingest/store.ts', 'src/orgs/organizations.ts', 'src/requests/capture-ids.ts',
@@ -72,9 +72,9 @@ async function openTree(name: string, root: string): Promise<Tree> {
     async round(n) {
       for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done));
       let settled = 0;
-      // as that tree's startDelivery runs it (claim-ahead on PGlite, where the tree has it)
-      const claimAhead = claimAheadFor?.(db, 60_000, 30_000);
-      const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, claimAhead, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
+      // as that tree's startDelivery runs it (claim-ahead and the unrecorded limit, where the tree has them)
+      const queue = deliveryQueueFor?.(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY }) ?? { claimAhead: claimAheadFor?.(db, 60_000, 30_000) };
+      const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, ...queue, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
       const started = performance.now();
       const cpu = process.cpuUsage();
       await w.start();

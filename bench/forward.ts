@@ -38,7 +38,7 @@ import { Agent } from 'undici';
 import { loadConfig } from '../src/config.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
-import { claimAheadFor } from '../src/delivery/start.ts';
+import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
@@ -109,8 +109,8 @@ function worker(opts: { listen?: boolean; pollMs?: number } = {}): DeliveryWorke
     node: 'bench',
     transport,
     concurrency: CONCURRENCY,
-    // as startDelivery runs it (claim-ahead on PGlite)
-    claimAhead: claimAheadFor(db, 60_000, 30_000),
+    // as startDelivery runs it (claim-ahead, the unrecorded limit)
+    ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY }),
     leaseMs: 60_000,
     pollMs: opts.pollMs ?? 5_000,
     listen: opts.listen,

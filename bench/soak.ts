@@ -33,7 +33,7 @@ import { openPostgres } from '../src/db/postgres.ts';
 import { startTableMaintenance } from '../src/db/table-maintenance.ts';
 import { claimDeliveries, releaseLeases } from '../src/delivery/claim.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
-import { claimAheadFor } from '../src/delivery/start.ts';
+import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
@@ -125,8 +125,8 @@ const worker = new DeliveryWorker({
   node: 'soak',
   transport: { destinationType: 'https', send: (d, signal) => http.send(d, signal), close: async () => {} },
   concurrency: 32,
-  // as startDelivery runs it (claim-ahead on PGlite)
-  claimAhead: claimAheadFor(db, 60_000, 30_000),
+  // as startDelivery runs it (claim-ahead, the unrecorded limit)
+  ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32 }),
   leaseMs: 60_000,
   pollMs: 5_000,
   onSettled: () => settled++,

@@ -39,6 +39,15 @@ export interface WorkerOptions {
    * margin); past it the lease is given back instead. Off when absent.
    */
   claimAhead?: { maxWaitMs: number };
+  /**
+   * Deliveries claimed and not yet recorded, at most: those held (sending
+   * or waiting for a send slot) and answered ones whose outcome waits for
+   * its completion statement. A claim takes no more than this leaves
+   * room for, so a database slower than the destinations holds claims back
+   * instead of piling up answered forwards. Default twice the concurrency;
+   * never less than what is held (src/delivery/start.ts deliveryQueueFor).
+   */
+  unrecordedLimit?: number;
   /** Rows per claim statement (at most the free concurrency). */
   batchSize?: number;
   /** How long a claim holds a delivery; must outlast one attempt (the transport's total timeout). */
@@ -49,7 +58,7 @@ export interface WorkerOptions {
   listen?: boolean;
   /** Agent workers claim only their connected agents' deliveries. */
   agentIds?: () => readonly string[];
-  /** Called after each recorded outcome (tests and benchmarks observe through it). */
+  /** Called after each recorded outcome, with the delivery (its `capture` released once sent) (tests and benchmarks observe through it). */
   onSettled?: (delivery: ClaimedDelivery, status: string) => void;
   /** Called each time the loop goes to sleep, with the epoch ms it sleeps until unless woken (tests wait for idleness through it). */
   onIdle?: (until: number) => void;
@@ -74,6 +83,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private readonly sendQueue: Array<() => void> = [];
   /** Deliveries held at once, sending or waiting to: `concurrency`, twice that with claim-ahead. */
   private readonly holdLimit: number;
+  /** WorkerOptions.unrecordedLimit. */
+  private readonly unrecordedLimit: number;
   /** The last claim left due work behind for want of free slots. */
   private backlog = false;
   /** The last claim saw a paced replay batch (a hint for the next claim, see claimDeliveries). */
@@ -107,6 +118,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     this.filters = new FilterGate(o.db);
     this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 2)));
     this.holdLimit = o.claimAhead ? 2 * o.concurrency : o.concurrency;
+    this.unrecordedLimit = Math.max(this.holdLimit, o.unrecordedLimit ?? 2 * o.concurrency);
   }
 
   protected recoverLeases(): Promise<number> {
@@ -206,16 +218,20 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     // aborted by shutdown: the lease is released instead, and the outcome is unknown
     if (signal.aborted) return;
     const decision = decide(result, d.retry, d.attemptNumber);
+    // Waiting for its statement, the outcome holds the delivery without the
+    // captured request: up to the unrecorded limit of them wait at once,
+    // and a body may be megabytes.
+    const answered: ClaimedDelivery = d.capture ? { ...d, capture: null } : d;
     const recorded = this.completions
-      .record({ delivery: d, result, decision })
+      .record({ delivery: answered, result, decision })
       .then((owned) => {
         // counted once recorded, so a scrape never shows an attempt the queue does not yet reflect
         this.o.metrics?.attempt(this.o.transport.destinationType, decision.status, result.durationMs / 1000);
-        if (!owned) this.o.logger.warn({ delivery: d.id }, 'lease lost before the outcome was recorded; another worker retries it');
+        if (!owned) this.o.logger.warn({ delivery: answered.id }, 'lease lost before the outcome was recorded; another worker retries it');
         else if (decision.status === 'pending') this.sleeper.wakeBy(Date.now() + decision.delaySeconds * 1000);
-        this.o.onSettled?.(d, decision.status);
+        this.o.onSettled?.(answered, decision.status);
       })
-      .catch((err) => this.o.logger.error({ err, delivery: d.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
+      .catch((err) => this.o.logger.error({ err, delivery: answered.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
       .finally(() => {
         this.recording.delete(recorded);
         this.wakeForRoom();
@@ -280,13 +296,11 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
 
   /**
    * Slots a claim may fill: deliveries held stay within the hold limit
-   * (sends themselves within the concurrency, sendSlot), and outcomes
-   * waiting to be recorded within as many again (a database
-   * slower than the destinations holds claims back instead of piling up
-   * answered forwards whose leases it has not released).
+   * (sends themselves within the concurrency, sendSlot), and with the
+   * outcomes waiting to be recorded within the unrecorded limit.
    */
   private freeSlots(): number {
-    return Math.min(this.holdLimit - this.inflight.size, 2 * this.o.concurrency - this.inflight.size - this.recording.size);
+    return Math.min(this.holdLimit - this.inflight.size, this.unrecordedLimit - this.inflight.size - this.recording.size);
   }
 
   /** With due work left behind, claims again once a batch's worth of slots is free. */

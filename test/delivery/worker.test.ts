@@ -115,6 +115,48 @@ describe('delivery worker', () => {
     assert.equal(rx.received.length, 2, 'each sent once');
   });
 
+  describe('the unrecorded limit', () => {
+    /**
+     * t.db whose completion statements wait for `gate` before they start
+     * (not inside: on PGlite that would hold its one connection's transaction).
+     */
+    function slowRecords(gate: Promise<void>): Db {
+      return {
+        ...t.db,
+        withSettings: async (settings, fn) => {
+          if (settings === COMPLETE_SETTINGS) await gate;
+          return t.db.withSettings(settings, fn);
+        },
+      };
+    }
+
+    for (const [limit, expected] of [[undefined, 4], [8, 8]] as const) {
+      it(`claims no more than ${expected} while answered forwards wait for their record (unrecordedLimit ${limit ?? 'default: twice the concurrency'})`, async () => {
+        let open!: () => void;
+        const gate = new Promise<void>((r) => (open = r));
+        const rx = await startReceiver();
+        t.receivers.push(rx);
+        const ep = await orgWithEndpoint(t.db, rx.url);
+        await insertCaptures(t.db, ep, Array.from({ length: 12 }, (_, i) => ({ body: `c${i}` })));
+        const settledCaptures: unknown[] = [];
+        t.worker = await startTestWorker(slowRecords(gate), { concurrency: 2, unrecordedLimit: limit, onSettled: (d) => settledCaptures.push(d.capture) });
+        try {
+          await rx.waitFor(expected);
+          await new Promise((r) => setTimeout(r, 300));
+          assert.equal(rx.received.length, expected, 'answered and unrecorded forwards hold the next claims back');
+          assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, expected, 'their leases hold until recorded');
+        } finally {
+          open();
+        }
+        await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 12 || undefined, 'all twelve delivered');
+        assert.equal(rx.received.length, 12, 'each sent once');
+        assert.equal((await attempts(t.db)).length, 12);
+        await waitUntil(async () => settledCaptures.length === 12 || undefined, 'all settled');
+        assert.ok(settledCaptures.every((c) => c === null), 'an answered delivery no longer holds its captured request');
+      });
+    }
+  });
+
   describe('claim-ahead', () => {
     const gated = () => {
       let open!: () => void;
