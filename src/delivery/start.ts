@@ -50,8 +50,9 @@ const POSTGRES_UNRECORDED_CONCURRENCIES = 4;
  * runs the database and the forwards and a statement costs about 0.9 ms
  * whatever its rows. On PostgreSQL it paid only once answered forwards
  * could wait for their record beyond twice the concurrency: a completion
- * commits in 3-4 ms there, and while it did, the old limit kept the next
- * claim back (together 1.2x the forwards a second). A node holds at most
+ * commits in 3-4 ms there, and while it did, a limit of twice the
+ * concurrency kept the next claim back (together 1.2x the forwards a
+ * second). A node holds at most
  * one batch more than it sends, so other nodes still find work.
  *
  * The unrecorded limit stays at twice the concurrency on PGlite: there a

@@ -2,6 +2,8 @@ import { after, afterEach, before, beforeEach } from 'node:test';
 import pino from 'pino';
 import type { Db } from '../../src/db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../../src/delivery/http-transport.ts';
+import { DEFAULT_RETRY } from '../../src/delivery/retry-policy.ts';
+import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
 import { DeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
@@ -13,6 +15,28 @@ export const silent = pino({ level: 'silent' });
 /** The HTTPS transport trusting the test CA, reaching loopback receivers unless told otherwise. */
 export function testTransport(opts: Partial<HttpTransportOptions> = {}): HttpTransport {
   return new HttpTransport({ allowPrivate: true, connectTimeoutMs: 5_000, timeoutMs: 10_000, ca: testCa().ca, ...opts });
+}
+
+/** A claimed HTTPS delivery of a small text capture to `url`, for calling a transport directly. */
+export function claimedDelivery(url: string): ClaimedDelivery {
+  return {
+    id: '00000000-0000-7000-8000-000000000001',
+    leaseId: '00000000-0000-4000-8000-000000000001',
+    organizationId: '00000000-0000-7000-8000-000000000002',
+    requestId: '00000000-0000-7000-8000-000000000003',
+    endpointId: '00000000-0000-7000-8000-000000000004',
+    forwardDestinationId: null,
+    destinationType: 'https',
+    url,
+    agentId: null,
+    replayBatchId: null,
+    attemptNumber: 1,
+    sendAt: 0,
+    capture: { id: '00000000-0000-7000-8000-000000000003', method: 'POST', path: '', query: '', headers: [['content-type', 'text/plain']], body: Buffer.from('hi') },
+    enabled: true,
+    methodOverride: null,
+    retry: DEFAULT_RETRY,
+  };
 }
 
 let workers = 0;

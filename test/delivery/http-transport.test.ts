@@ -11,10 +11,9 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, describe, it } from 'node:test';
-import { HttpTransport } from '../../src/delivery/http-transport.ts';
-import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
-import { DEFAULT_RETRY } from '../../src/delivery/retry-policy.ts';
+import type { HttpTransport } from '../../src/delivery/http-transport.ts';
 import { testCa, unacceptedPort } from '../helpers/https.ts';
+import { claimedDelivery as delivery, testTransport } from './helpers.ts';
 
 const CAP = 1024;
 
@@ -48,30 +47,9 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse) => voi
 }
 
 function transport(opts: { timeoutMs?: number; connectTimeoutMs?: number } = {}): HttpTransport {
-  const t = new HttpTransport({ allowPrivate: true, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, timeoutMs: opts.timeoutMs ?? 10_000, ca: testCa().ca, responseBodyCap: CAP });
+  const t = testTransport({ ...opts, responseBodyCap: CAP });
   after(() => t.close());
   return t;
-}
-
-function delivery(url: string): ClaimedDelivery {
-  return {
-    id: '00000000-0000-4000-8000-000000000001',
-    leaseId: '00000000-0000-4000-8000-000000000002',
-    organizationId: '00000000-0000-4000-8000-000000000003',
-    requestId: '00000000-0000-4000-8000-000000000004',
-    endpointId: '00000000-0000-4000-8000-000000000005',
-    forwardDestinationId: null,
-    destinationType: 'https',
-    url,
-    agentId: null,
-    replayBatchId: null,
-    attemptNumber: 1,
-    sendAt: 0,
-    capture: { id: 'req_1', method: 'POST', path: '', query: '', headers: [['Content-Type', 'application/json']], body: Buffer.from('{"a":1}') },
-    enabled: true,
-    methodOverride: null,
-    retry: DEFAULT_RETRY,
-  };
 }
 
 const live = () => new AbortController().signal;

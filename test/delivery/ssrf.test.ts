@@ -1,34 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_RETRY } from '../../src/delivery/retry-policy.ts';
 import { classifyAddress, resolveChecked, type Resolver } from '../../src/delivery/ssrf.ts';
-import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
 import { startReceiver, type Receiver } from '../helpers/https.ts';
-import { testTransport } from './helpers.ts';
+import { claimedDelivery as delivery, testTransport } from './helpers.ts';
 
 /** The host of a URL as the transport sees it: WHATWG parsing canonicalises every IPv4 spelling. */
 const hostOf = (literal: string) => new URL(`https://${literal}/`).hostname.replace(/^\[|\]$/g, '');
-
-function delivery(url: string): ClaimedDelivery {
-  return {
-    id: '00000000-0000-7000-8000-000000000001',
-    leaseId: '00000000-0000-4000-8000-000000000001',
-    organizationId: '00000000-0000-7000-8000-000000000002',
-    requestId: '00000000-0000-7000-8000-000000000003',
-    endpointId: '00000000-0000-7000-8000-000000000004',
-    forwardDestinationId: null,
-    destinationType: 'https',
-    url,
-    agentId: null,
-    replayBatchId: null,
-    attemptNumber: 1,
-    sendAt: 0,
-    capture: { id: '00000000-0000-7000-8000-000000000003', method: 'POST', path: '', query: '', headers: [['content-type', 'text/plain']], body: Buffer.from('hi') },
-    enabled: true,
-    methodOverride: null,
-    retry: DEFAULT_RETRY,
-  };
-}
 
 describe('SSRF guard', () => {
   describe('address classes', () => {
