@@ -93,6 +93,8 @@ export class AgentGateway {
       onSettled: d.onSettled,
       metrics: d.metrics,
       transformLimits: limitsOf(d.config),
+      // a dropped link gives up its own deliveries, not the others'
+      abandonable: true,
     });
     this.ticker = createLoop({
       name: 'agent_links',

@@ -37,6 +37,8 @@ export class HttpTransport implements Transport {
   readonly destinationType = 'https' as const;
   private readonly agent: Agent;
   private readonly cap: number;
+  /** answersUnder: the answers in flight by the signal that aborts them. */
+  private readonly watching = new WeakMap<AbortSignal, Set<Answer>>();
 
   constructor(private readonly opts: HttpTransportOptions) {
     this.cap = opts.responseBodyCap ?? RESPONSE_BODY_CAP;
@@ -134,6 +136,21 @@ export class HttpTransport implements Transport {
   }
 
   /**
+   * The answers in flight under `signal`, all aborted when it is: one
+   * listener a signal (a worker's deliveries share one), not one a forward.
+   */
+  private answersUnder(signal: AbortSignal): Set<Answer> {
+    let answers = this.watching.get(signal);
+    if (!answers) {
+      const set = new Set<Answer>();
+      answers = set;
+      this.watching.set(signal, set);
+      signal.addEventListener('abort', () => { for (const a of set) a.abort(new AttemptAbortedError()); }, { once: true });
+    }
+    return answers;
+  }
+
+  /**
    * One request and its answer, read up to the cap, through undici's
    * dispatch API with a handler of our own (Answer) rather than
    * `request()`: that one builds, per request, an AbortSignal listener, an
@@ -145,16 +162,17 @@ export class HttpTransport implements Transport {
    */
   private exchange(target: URL, req: ReturnType<typeof buildForwardRequest>, signal: AbortSignal): Promise<Answer> {
     return new Promise<Answer>((resolve) => {
+      // the answers under the same signal (none to join when it is already aborted)
+      const watched = signal.aborted ? undefined : this.answersUnder(signal);
       const answer = new Answer(this.cap, (a) => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', onShutdown);
+        watched?.delete(answer);
         resolve(a);
       });
       // the whole attempt: connect, send, status line, headers and the capped body
       const timer = setTimeout(() => answer.abort(new AttemptTimeoutError(this.opts.timeoutMs)), this.opts.timeoutMs);
-      const onShutdown = () => answer.abort(new AttemptAbortedError());
-      if (signal.aborted) return answer.abort(new AttemptAbortedError());
-      signal.addEventListener('abort', onShutdown, { once: true });
+      if (!watched) return answer.abort(new AttemptAbortedError());
+      watched.add(answer);
       try {
         this.agent.dispatch(
           { origin: target.origin, path: target.pathname + target.search, method: req.method, headers: req.headers, body: req.body.length > 0 ? req.body : null },

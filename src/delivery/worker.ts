@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import type { DeliveryMetrics } from '../metrics/metrics.ts';
@@ -56,6 +57,13 @@ export interface WorkerOptions {
   pollMs: number;
   /** Wake on NOTIFY (default). Off only to measure polling alone (bench/forward). */
   listen?: boolean;
+  /**
+   * Deliveries can be given up one by one (abandon(): an agent's link
+   * dropped), so each gets an AbortController of its own. Otherwise every
+   * delivery of a run shares one, which only stopping aborts: a controller
+   * and its signal cost about 4 µs a forward (docs/forwarding.md).
+   */
+  abandonable?: boolean;
   /** Agent workers claim only their connected agents' deliveries. */
   agentIds?: () => readonly string[];
   /** Called after each recorded outcome, with the delivery (its `capture` released once sent) (tests and benchmarks observe through it). */
@@ -157,8 +165,20 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     return sleepUntil;
   }
 
+  /** The controller deliveries share when they are not abandonable (WorkerOptions.abandonable); a new one after a stop. */
+  private shared: AbortController | undefined;
+
   private launch(d: ClaimedDelivery, claimedAt: number): void {
-    const abort = new AbortController();
+    let abort: AbortController;
+    if (this.o.abandonable) abort = new AbortController();
+    else {
+      if (!this.shared || this.shared.signal.aborted) {
+        this.shared = new AbortController();
+        // a paced delivery waits for its slot on this signal: as many listeners as deliveries held, no leak
+        setMaxListeners(0, this.shared.signal);
+      }
+      abort = this.shared;
+    }
     const done = this.process(d, abort.signal, claimedAt)
       .catch((err) => this.o.logger.error({ err, delivery: d.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
       .finally(() => {
@@ -315,6 +335,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
    * are sent again, first, wherever the agent reconnects.
    */
   async abandon(which: (d: ClaimedDelivery) => boolean): Promise<number> {
+    if (!this.o.abandonable) throw new Error('this worker was not started with abandonable: its deliveries share one abort signal');
     const left = [...this.inflight.values()].filter((f) => which(f.delivery));
     for (const f of left) f.abort.abort();
     await Promise.all(left.map((f) => f.done));

@@ -173,6 +173,37 @@ describe('the HTTPS transport ends an attempt early', () => {
     assert.ok(performance.now() - started < 5_000);
   });
 
+  it('the deliveries of a worker share one signal: stopping ends every attempt still waiting, and only those', async (t) => {
+    // the first 10 requests are answered at once, the next 40 never
+    let seen = 0;
+    const server = await serve((_req, res) => {
+      if (++seen <= 10) res.end('ok');
+    });
+    t.after(() => server.close());
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    t.after(() => process.off('warning', onWarning));
+    const tr = transport({ timeoutMs: 30_000 });
+    const stop = new AbortController();
+    const answered = await Promise.all(Array.from({ length: 10 }, () => tr.send(delivery(server.url), stop.signal)));
+    assert.deepEqual(answered.map((r) => r.statusCode), Array(10).fill(200));
+    const waiting = Array.from({ length: 40 }, () => tr.send(delivery(server.url), stop.signal));
+    while (server.heads < 50) await new Promise((r) => setTimeout(r, 5));
+    const started = performance.now();
+    stop.abort();
+    const ended = await Promise.all(waiting);
+    assert.ok(performance.now() - started < 5_000);
+    for (const r of ended) {
+      assert.equal(r.statusCode, undefined);
+      assert.notEqual(r.errorClass, 'timeout');
+    }
+    // the answered attempts were not ended again (their results stand), and 50 attempts on one signal leak no listeners
+    assert.deepEqual(answered.map((r) => r.errorClass ?? null), Array(10).fill(null));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings.map((w) => w.name), []);
+  });
+
   it('a worker already stopping sends nothing', async (t) => {
     const server = await serve((_req, res) => res.end('ok'));
     t.after(() => server.close());

@@ -66,6 +66,11 @@ describe('delivery worker', () => {
     assert.equal((await attempts(t.db)).length, 0);
   });
 
+  it('refuses to abandon one delivery when its deliveries share a signal (only the agent worker abandons)', async () => {
+    t.worker = await startTestWorker(t.db);
+    await assert.rejects(t.worker.abandon(() => true), /abandonable/);
+  });
+
   it('frees a forward\'s slot when its answer is in: the next forward goes while the outcome waits for its record, whose lease holds meanwhile, and stop() waits for it', async () => {
     const rx = await t.receiver();
     const ep = await orgWithEndpoint(t.db, rx.url);
