@@ -60,8 +60,9 @@ export interface WorkerOptions {
   /**
    * Deliveries can be given up one by one (abandon(): an agent's link
    * dropped), so each gets an AbortController of its own. Otherwise every
-   * delivery of a run shares one, which only stopping aborts: a controller
-   * and its signal cost about 4 µs a forward (docs/forwarding.md).
+   * delivery of a run shares one, which only stopping aborts: a controller,
+   * its signal and the transport's listener on it cost about 7 µs of CPU a
+   * forward (docs/forwarding.md).
    */
   abandonable?: boolean;
   /** Agent workers claim only their connected agents' deliveries. */
