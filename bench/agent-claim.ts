@@ -20,13 +20,13 @@ import { claimDeliveries, nextDueAt, releaseLeases } from '../src/delivery/claim
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { openBenchDb } from './bench-db.ts';
+import { median } from './stats.ts';
 
 const OFFLINE = Number(process.env.BENCH_OFFLINE ?? 1000);
 const EACH = Number(process.env.BENCH_EACH ?? 1000);
 const CONNECTED = Number(process.env.BENCH_CONNECTED ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** One database: connected agents with due work (200 each, due within the last minute), and perhaps the offline backlog. */
 async function open(backlog: boolean) {

@@ -20,6 +20,7 @@ import { createOrganization } from '../src/orgs/organizations.ts';
 import { bulkCaptures } from '../test/helpers/bulk.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { openBenchDb } from './bench-db.ts';
+import { median } from './stats.ts';
 
 const N = Number(process.env.BENCH_CAPTURES ?? 50_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
@@ -70,7 +71,6 @@ for (let r = 0; r < ROUNDS; r++) {
     times.get(n)!.push(performance.now() - t0);
   }
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const baseline = median(times.get('before')!);
 console.log(`${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}: ${N} captures, page ${DEPTH} (${PAGE} a page), ${ROUNDS} rounds`);
 for (const n of names) {

@@ -31,12 +31,12 @@ import { openBenchDb } from './bench-db.ts';
 import { CONCURRENCY } from './forward-load.ts';
 import { cpuNow, cpuSince } from './forward-measure.ts';
 import { providerEventBody, TYPICAL_FILTER } from './weir-process.ts';
+import { median } from './stats.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const PROFILE_DIR = process.env.BENCH_PROFILE ?? '';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const BODY = Buffer.from(providerEventBody(4096));
 // what wrk sends in the ingest bench, as the ingest server stores it

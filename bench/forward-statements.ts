@@ -20,6 +20,7 @@ import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { openBenchDb } from './bench-db.ts';
 import { benchCaptures } from './forward-load.ts';
 import { cpuNow, cpuSince } from './forward-measure.ts';
+import { median } from './stats.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 6000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 16);
@@ -35,7 +36,6 @@ async function queue(n: number): Promise<void> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (n: number) => n.toFixed(0);
 const claimCost: number[] = [];
 const completeCost: number[] = [];

@@ -21,6 +21,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { openBenchDbWith } from './bench-db.ts';
 import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
+import { median } from './stats.ts';
 
 const TREES = (process.env.BENCH_TREES ?? '').split(',').filter(Boolean).map((t) => {
   const at = t.indexOf(':');
@@ -92,10 +93,6 @@ async function openTree(name: string, root: string): Promise<Tree> {
   };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const trees: Tree[] = [];
 for (const t of TREES) trees.push(await openTree(t.name, t.root));

@@ -49,6 +49,7 @@ import { benchCaptures, BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { Sandbox } from '../src/transformations/sandbox.ts';
 import { testCa } from '../test/helpers/https.ts';
+import { median } from './stats.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -59,10 +60,6 @@ const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number, d = 0) => n.toFixed(d);
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);

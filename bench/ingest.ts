@@ -38,6 +38,7 @@ import { createFreshDatabase } from '../test/helpers/db.ts';
 import { loadGenerator, type LoadResult } from './ingest-load.ts';
 import { child, providerEventBody, runLoad, spawnWeir, TYPICAL_FILTER, waitFor } from './weir-process.ts';
 import { startReceiver, testCa, type Receiver } from '../test/helpers/https.ts';
+import { median } from './stats.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
@@ -300,7 +301,6 @@ function settle(): void {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
   console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, load generator ${LOAD}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);

@@ -25,6 +25,7 @@ import { superviseReplayBatches } from '../src/incidents/replay.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { seedIncident } from '../test/incidents/helpers.ts';
 import { openBenchDb } from './bench-db.ts';
+import { median } from './stats.ts';
 
 const SMALL = Number(process.env.BENCH_SMALL ?? 1_000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000);
@@ -87,7 +88,6 @@ async function change(): Promise<void> {
   if (rowCount !== CHANGES) throw new Error(`changed ${rowCount} deliveries, expected ${CHANGES}`);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Median ms of a supervisor tick, each after CHANGES deliveries changed; and of the old whole-batch progress query. */
 async function measure(db: Db): Promise<{ tick: number; oldQuery: number }> {

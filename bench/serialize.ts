@@ -21,6 +21,7 @@ import type { RouteModule } from '../src/http/deps.ts';
 import { routeModules } from '../src/routes.ts';
 import { seedOrg, testConfig } from '../test/helpers/app.ts';
 import { insertCaptures, insertEndpoint } from '../test/helpers/fixtures.ts';
+import { median } from './stats.ts';
 
 const N = Number(process.env.BENCH_REQUESTS ?? 300);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -62,7 +63,6 @@ async function measure(a: typeof fast): Promise<{ rps: number; cpuUs: number }> 
   const c = process.cpuUsage(c0);
   return { rps: N / ((performance.now() - t0) / 1000), cpuUs: (c.user + c.system) / N };
 }
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)}`;
 const rateRatios: number[] = [];
 const cpuRatios: number[] = [];

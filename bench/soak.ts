@@ -43,6 +43,7 @@ import { maintainPartitions } from '../src/requests/partitions.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
+import { median } from './stats.ts';
 
 const CAPTURES = Number(process.env.SOAK_CAPTURES ?? 1_000_000);
 const SAMPLES = Number(process.env.SOAK_SAMPLES ?? 40);
@@ -59,7 +60,6 @@ const HEADERS: Array<[string, string]> = [
   ['User-Agent', 'Stripe/1.0 (+https://stripe.com/docs/webhooks)'],
 ];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const receiver = fork(new URL('./forward-receiver.ts', import.meta.url), { execArgv: ['--import', 'tsx'] });
 // An interrupted soak prints what it sampled so far (a run cut short by a

@@ -27,6 +27,7 @@ import { DEFAULT_PLANS } from '../src/orgs/plans.ts';
 import type { Capture } from '../src/requests/captures.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { captureOf } from '../test/helpers/fixtures.ts';
+import { median } from './stats.ts';
 
 const GROUPS = Number(process.env.BENCH_GROUPS ?? 300);
 const SIZE = Number(process.env.BENCH_GROUP_SIZE ?? 40);
@@ -90,7 +91,6 @@ async function measure(db: Db, label: string): Promise<void> {
       perCapture.get(name)!.push(((performance.now() - t0) * 1000) / (GROUPS * SIZE));
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const plain = median(perCapture.get('plain insert')!);
   const full = median(perCapture.get('capture statement')!);
   console.log(

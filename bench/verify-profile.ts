@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { providerEventBody, runLoad, spawnWeir, type WeirProcess } from './weir-process.ts';
+import { median } from './stats.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
@@ -71,7 +72,6 @@ async function groupSizes(w: WeirProcess): Promise<{ sum: number; count: number 
   return { sum: num('weir_capture_group_size_sum'), count: num('weir_capture_group_size_count') };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 interface Node {
   id: number;
