@@ -164,6 +164,49 @@ describe('the completion statements', () => {
     assert.deepEqual(rows.map((r) => r.delivery_id), [slowId]);
   });
 
+  it('records every text as the attempt had it: quotes, backslashes, braces, commas, "NULL" and NUL, in one group with plain outcomes', async () => {
+    const odd = { requestId: newId(), leaseId: newId() };
+    const plain = { requestId: newId(), leaseId: newId() };
+    const oddId = await insertDelivery({ requestId: odd.requestId, status: 'in_flight', leaseId: odd.leaseId });
+    const plainId = await insertDelivery({ requestId: plain.requestId, status: 'in_flight', leaseId: plain.leaseId });
+    const weird = 'a "quoted" {brace}, back\\slash \\" NULL é😀\nnext line';
+    const o = outcomeOf({ id: oddId, ...odd, replayBatchId: null, attemptNumber: 1 }, { status: 'pending', delaySeconds: 0.25 });
+    o.result = {
+      ...o.result,
+      url: 'https://example.com/a"b\\c?x={1,2}',
+      statusCode: 503,
+      errorClass: 'http_status',
+      errorMessage: `${weird}\u0000end`,
+      responseHeaders: [['x-odd', weird], ['x-empty', ''], ['x-null', 'NULL']],
+      responseBody: Buffer.from([0, 1, 0x22, 0x5c, 0x7b, 0xff]),
+      responseTruncated: true,
+      transformationHash: 'sha256:"x"',
+      sentRequest: { headers: [['a', weird]], body: '' } as never,
+    };
+    await completeAttempts(t.db, [o, outcomeOf({ id: plainId, ...plain, replayBatchId: null, attemptNumber: 1 }, { status: 'succeeded' })], 'node "one"');
+    const { rows } = await t.db.query<Record<string, unknown>>(
+      `select url, status_code, error_class, error_message, response_headers, response_body, response_body_truncated, node, transformation_hash, sent_request
+         from delivery_attempts where delivery_id = $1::uuid`,
+      [oddId],
+    );
+    assert.equal(rows.length, 1);
+    const a = rows[0];
+    assert.equal(a.url, 'https://example.com/a"b\\c?x={1,2}');
+    assert.equal(a.status_code, 503);
+    assert.equal(a.error_message, `${weird}\uFFFDend`);
+    assert.deepEqual(a.response_headers, [['x-odd', weird], ['x-empty', ''], ['x-null', 'NULL']]);
+    assert.deepEqual([...(a.response_body as Buffer)], [0, 1, 0x22, 0x5c, 0x7b, 0xff]);
+    assert.equal(a.response_body_truncated, true);
+    assert.equal(a.node, 'node "one"');
+    assert.equal(a.transformation_hash, 'sha256:"x"');
+    assert.deepEqual(a.sent_request, { headers: [['a', weird]], body: '' });
+    const d = await t.db.query<{ status: string; last_error: string; next_attempt_at: Date }>(`select status, last_error, next_attempt_at from deliveries where id = $1::uuid`, [oddId]);
+    assert.equal(d.rows[0].status, 'pending');
+    assert.equal(d.rows[0].last_error, `${weird}\uFFFDend`);
+    const succeeded = await t.db.query(`select 1 from delivery_attempts where delivery_id = $1::uuid and status_code = 200 and error_message is null`, [plainId]);
+    assert.equal(succeeded.rows.length, 1);
+  });
+
   describe('CompletionBatcher', () => {
     /** `n` leased deliveries and their succeeded outcomes. */
     async function outcomes(n: number): Promise<Outcome[]> {
