@@ -27,7 +27,6 @@ const EACH = Number(process.env.BENCH_EACH ?? 1000);
 const CONNECTED = Number(process.env.BENCH_CONNECTED ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 
-
 /** One database: connected agents with due work (200 each, due within the last minute), and perhaps the offline backlog. */
 async function open(backlog: boolean) {
   const { db, drop } = await openBenchDb();

@@ -93,7 +93,6 @@ async function openTree(name: string, root: string): Promise<Tree> {
   };
 }
 
-
 const trees: Tree[] = [];
 for (const t of TREES) trees.push(await openTree(t.name, t.root));
 console.log(`forwarding, trees alternating, on ${process.env.DATABASE_URL ? 'postgres' : 'pglite'}: ${FORWARDS} forwards a round, ${CYCLES} cycles, concurrency ${CONCURRENCY}`);

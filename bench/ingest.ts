@@ -301,7 +301,6 @@ function settle(): void {
   }
 }
 
-
 async function main(): Promise<void> {
   console.log(`ingest bench: ${cpus().length} CPUs (${cpus()[0]?.model}), node ${process.version}, load generator ${LOAD}, ${CONNECTIONS} connections, 1 KiB JSON, ${ROUNDS} rounds x ${SECONDS}s after ${WARMUP_SECONDS}s warm-up, then ${SECONDS}s at ${RATE}/s`);
   // BENCH_ROUTING=filter: the HTTPS receiver every capture is forwarded to (answers 200 at once)

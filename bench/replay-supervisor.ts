@@ -88,7 +88,6 @@ async function change(): Promise<void> {
   if (rowCount !== CHANGES) throw new Error(`changed ${rowCount} deliveries, expected ${CHANGES}`);
 }
 
-
 /** Median ms of a supervisor tick, each after CHANGES deliveries changed; and of the old whole-batch progress query. */
 async function measure(db: Db): Promise<{ tick: number; oldQuery: number }> {
   await change();

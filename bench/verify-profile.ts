@@ -72,7 +72,6 @@ async function groupSizes(w: WeirProcess): Promise<{ sum: number; count: number 
   return { sum: num('weir_capture_group_size_sum'), count: num('weir_capture_group_size_count') };
 }
 
-
 interface Node {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };

@@ -140,13 +140,11 @@ export class HttpTransport implements Transport {
    * listener a signal (a worker's deliveries share one), not one a forward.
    */
   private answersUnder(signal: AbortSignal): Set<Answer> {
-    let answers = this.watching.get(signal);
-    if (!answers) {
-      const set = new Set<Answer>();
-      answers = set;
-      this.watching.set(signal, set);
-      signal.addEventListener('abort', () => { for (const a of set) a.abort(new AttemptAbortedError()); }, { once: true });
-    }
+    const known = this.watching.get(signal);
+    if (known) return known;
+    const answers = new Set<Answer>();
+    this.watching.set(signal, answers);
+    signal.addEventListener('abort', () => { for (const a of answers) a.abort(new AttemptAbortedError()); }, { once: true });
     return answers;
   }
 
