@@ -11,13 +11,18 @@
 
 export default async function* ledger(source) {
   const files = new Map();
-  const entry = (file) => {
+  // The parent queues every file's own entry at the start, so a file's time
+  // runs from its first event of its own tests to its last.
+  const entry = (file, ownTest = true) => {
     let e = files.get(file);
     if (!e) {
-      e = { queued: 0, reported: 0, failed: 0, first: Date.now(), last: Date.now(), missing: [] };
+      e = { queued: 0, reported: 0, failed: 0, first: undefined, last: undefined, missing: [] };
       files.set(file, e);
     }
-    e.last = Date.now();
+    if (ownTest) {
+      e.first ??= Date.now();
+      e.last = Date.now();
+    }
     return e;
   };
   // A file's own test (nesting 0, named by its path) is queued by the parent
@@ -31,13 +36,13 @@ export default async function* ledger(source) {
     if (!data.file) continue;
     if (event.type === 'test:enqueue') {
       if (isFileItself(data)) {
-        entry(data.file);
+        entry(data.file, false);
         continue;
       }
       entry(data.file).queued++;
       open.set(key(data), (open.get(key(data)) ?? 0) + 1);
     } else if (event.type === 'test:pass' || event.type === 'test:fail') {
-      const e = entry(data.file);
+      const e = entry(data.file, !isFileItself(data));
       if (event.type === 'test:fail') e.failed++;
       if (isFileItself(data)) continue;
       e.reported++;
@@ -52,7 +57,7 @@ export default async function* ledger(source) {
   }
   const out = {};
   for (const [file, e] of files) {
-    out[file] = { queued: e.queued, reported: e.reported, failed: e.failed, seconds: Math.round((e.last - e.first) / 100) / 10, missing: e.missing.slice(0, 20) };
+    out[file] = { queued: e.queued, reported: e.reported, failed: e.failed, seconds: e.first === undefined ? 0 : Math.round((e.last - e.first) / 100) / 10, missing: e.missing.slice(0, 20) };
   }
   yield JSON.stringify({ files: out }) + '\n';
 }

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type TransactionOptions } from './db.ts';
 import { startCheckpoints, type CheckpointOptions } from './pglite-checkpoints.ts';
 import { enableNodeFsync, pgliteStartParams } from './pglite-fsync.ts';
+import { RawOutput, readResult } from './pglite-results.ts';
 
 const BYTEA = 17;
 
@@ -39,7 +40,9 @@ type Res<R> = Awaited<ReturnType<PGlite['query']>> & { rows: R[] };
  * the parameter types), then every run is ONE call: Bind, Describe,
  * Execute, Sync (bindAndExecute). Buffer parameters travel in binary format
  * (no hex). Runs take both of PGlite's locks, as query() does, so they never
- * land inside someone else's transaction.
+ * land inside someone else's transaction. Their output is read by
+ * pglite-results.ts, not by PGlite's reader, so notifications it carries are
+ * handed to `listeners` here.
  */
 class NamedQueries {
 
@@ -52,13 +55,20 @@ class NamedQueries {
     private readonly pg: PGlite,
     private readonly inTransaction = false,
     /** Parsed statements: one connection, so shared with the in-transaction runner (a Parse outlives a rollback). */
-    private readonly prepared = new Map<string, { text: string; types: number[] }>(),
+    private readonly prepared = new Map<string, { text: string; types: number[]; resultFormats: number[] }>(),
+    /** Db.listen's callbacks by channel, for notifications in a named statement's output. */
+    readonly listeners = new Map<string, Set<(payload: string) => void>>(),
   ) {}
 
   /** The same statements, run from inside pg.transaction(). */
   inTransactionRunner(): NamedQueries {
-    return new NamedQueries(this.pg, true, this.prepared);
+    return new NamedQueries(this.pg, true, this.prepared, this.listeners);
   }
+
+  private readonly notify = (channel: string, payload: string): void => {
+    // as PGlite delivers its own: each listener in a microtask of its own
+    for (const listener of this.listeners.get(channel) ?? []) queueMicrotask(() => listener(payload));
+  };
 
   run<R>(name: string, text: string, params: unknown[]): Promise<Res<R>> {
     const exclusive = <T>(fn: () => Promise<T>) => (this.inTransaction ? fn() : this.pg._runExclusiveTransaction(fn));
@@ -69,7 +79,10 @@ class NamedQueries {
         if (stmt && stmt.text !== text) throw new Error(`statement name ${name} is already used by another statement`);
         if (!stmt) {
           const { messages } = await this.pg.execProtocol(Buffer.concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]), { syncToFs: false });
-          stmt = { text, types: parse.parseDescribeStatementResults(messages) };
+          const columns = messages.find((m): m is InstanceType<typeof protocol.messages.RowDescriptionMessage> => m.name === 'rowDescription')?.fields ?? [];
+          // bytea results in binary: no hex written by the database, none read here
+          const resultFormats = columns.some((c) => c.dataTypeID === BYTEA) ? columns.map((c) => (c.dataTypeID === BYTEA ? 1 : 0)) : [];
+          stmt = { text, types: parse.parseDescribeStatementResults(messages), resultFormats };
           this.prepared.set(name, stmt);
         }
         const types = stmt.types;
@@ -79,11 +92,17 @@ class NamedQueries {
           const ser = this.pg.serializers[types[i]];
           return ser ? ser(v) : String(v);
         });
-        const { messages } = await this.pg.execProtocol(bindAndExecute(name, values), { syncToFs: !this.inTransaction });
-        return parse.parseResults(messages, this.pg.parsers)[0] as Res<R>;
+        const output = new RawOutput();
+        await this.pg.execProtocolRawStream(bindAndExecute(name, values, stmt.resultFormats), { syncToFs: !this.inTransaction, onRawData: output.take });
+        return readResult(output.bytes(), this.pg.parsers, this.notify) as unknown as Res<R>;
       }),
     );
   }
+}
+
+/** A channel's name as PostgreSQL keeps it (and as a notification names it): folded to lower case unless quoted. */
+function postgresName(channel: string): string {
+  return channel.startsWith('"') && channel.endsWith('"') ? channel.slice(1, -1) : channel.toLowerCase();
 }
 
 // Describe (portal ''), Execute (portal '', no row limit), Sync.
@@ -91,15 +110,16 @@ const DESCRIBE_EXECUTE_SYNC = Buffer.from([0x44, 0, 0, 0, 6, 0x50, 0, 0x45, 0, 0
 
 /**
  * One run of a prepared statement as protocol bytes: Bind (unnamed portal;
- * strings as text, byte arrays as binary; results as text), then
+ * strings as text, byte arrays as binary; results as text, or in the formats
+ * given, one a column: 0 text, 1 binary), then
  * DESCRIBE_EXECUTE_SYNC. Written into one buffer of the exact size: the
  * generic serialiser copied a large bytea parameter three times and encoded
  * strings character by character, a visible share of a capture group's cost.
  */
-export function bindAndExecute(statement: string, values: readonly (string | Uint8Array | null)[]): Buffer {
+export function bindAndExecute(statement: string, values: readonly (string | Uint8Array | null)[], resultFormats: readonly number[] = []): Buffer {
   const n = values.length;
   const lengths = new Array<number>(n);
-  let bind = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 * n + 2 + 2;
+  let bind = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 * n + 2 + 2 + 2 * resultFormats.length;
   for (let i = 0; i < n; i++) {
     const v = values[i];
     lengths[i] = v === null ? -1 : typeof v === 'string' ? Buffer.byteLength(v) : v.byteLength;
@@ -123,7 +143,8 @@ export function bindAndExecute(statement: string, values: readonly (string | Uin
       o += v.byteLength;
     }
   }
-  o = buf.writeInt16BE(0, o);
+  o = buf.writeInt16BE(resultFormats.length, o);
+  for (const format of resultFormats) o = buf.writeInt16BE(format, o);
   DESCRIBE_EXECUTE_SYNC.copy(buf, o);
   return buf;
 }
@@ -156,8 +177,17 @@ export async function openPglite(dataDir?: string, opts: { checkpoints?: Checkpo
     session: (fn) => fn(base),
     async listen(channel, onNotify) {
       // LISTEN in PGlite is in-process: it never disconnects, so onReconnect never runs.
+      // PGlite calls onNotify for notifications its own reader sees (query, exec);
+      // the named statements' reader calls it from `named.listeners`.
       const unlisten = await pg.listen(channel, onNotify);
-      return async () => unlisten();
+      const key = postgresName(channel);
+      const set = named.listeners.get(key) ?? new Set();
+      named.listeners.set(key, set.add(onNotify));
+      return async () => {
+        set.delete(onNotify);
+        if (set.size === 0 && named.listeners.get(key) === set) named.listeners.delete(key);
+        await unlisten();
+      };
     },
     listening: () => !pg.closed,
     async close() {

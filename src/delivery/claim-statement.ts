@@ -36,7 +36,7 @@ export interface ClaimRow {
   path: string | null;
   query: string | null;
   headers: Array<[string, string]> | null;
-  body_hex: string | null;
+  body: Buffer | null;
   verification_status: 'verified' | 'failed' | null;
   enabled: boolean | null;
   method_override: string | null;
@@ -142,8 +142,8 @@ export const CLAIM_DUE = `with next as materialized (
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
-            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            -- the body as bytea: PGlite's named statements fetch it in binary (src/db/pglite.ts), node-postgres decodes its hex natively
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
@@ -237,8 +237,8 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
-            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            -- the body as bytea: PGlite's named statements fetch it in binary (src/db/pglite.ts), node-postgres decodes its hex natively
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
@@ -337,8 +337,8 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
-            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            -- the body as bytea: PGlite's named statements fetch it in binary (src/db/pglite.ts), node-postgres decodes its hex natively
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,
@@ -445,8 +445,8 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
      )
      select c.id, c.lease_id, c.status, c.organization_id, c.request_id, c.endpoint_id, c.forward_destination_id,
             c.destination_type, c.url, c.agent_id, c.attempt_count, (extract(epoch from c.paced_slot) * 1000)::float8 as paced_slot_ms, c.replay_batch_id,
-            -- hex text, decoded natively: PGlite's bytea parser works byte by byte in JavaScript
-            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, encode(cr.body, 'hex') as body_hex, cr.verification_status,
+            -- the body as bytea: PGlite's named statements fetch it in binary (src/db/pglite.ts), node-postgres decodes its hex natively
+            cr.id as capture_id, cr.method, cr.path, cr.query, cr.headers, cr.body, cr.verification_status,
             fd.enabled, fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
             -- agent deliveries: the target as it is now, and the agent's environment as downgraded by the destination
             fd.target_port, fd.target_path, coalesce(fd.environment_override, a.environment) as agent_environment,

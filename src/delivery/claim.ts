@@ -137,7 +137,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
             path: r.path ?? '',
             query: r.query ?? '',
             headers: r.headers ?? [],
-            body: Buffer.from(r.body_hex ?? '', 'hex'),
+            body: r.body ?? Buffer.alloc(0),
             verification: r.verification_status,
           }
         : null,

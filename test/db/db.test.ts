@@ -52,6 +52,44 @@ describe('queries', () => {
     assert.equal((await tdb.db.query<{ n: number }>('select 1/$1::int as n', [1], { name: 'db_test_div' })).rows[0].n, 1, 'usable after an error');
   });
 
+  it('returns the same rows and counts from a named statement as from a plain query, for every type the statements read', async () => {
+    const select = `select $1::int as i, 9007199254740993::int8 as big, 1.5::float8 as f, true as yes, null::text as nothing,
+                           $2::text as t, '{"a":[1,"ä"]}'::json as js, '{"b":null}'::jsonb as jb, array['x','y,z',null]::text[] as arr,
+                           array[1,2]::int[] as ints, '2026-11-28 22:00:00.123456+00'::timestamptz as at, '12.50'::numeric as num,
+                           'a0ee6f1e-5b8e-4f5a-9d52-0a1b2c3d4e5f'::uuid as id, '\\x00ff'::bytea as b, ''::text as empty
+                      from generate_series(1, $3::int)`;
+    const params = [7, 'ä€𝄞 "quoted" \\ back\nline', 3];
+    const plain = await tdb.db.query(select, params);
+    const named = await tdb.db.query(select, params, { name: 'db_test_types' });
+    assert.deepEqual(named.rows, plain.rows);
+    assert.equal(named.rows.length, 3);
+    assert.equal(named.rowCount, plain.rowCount);
+    await tdb.db.query('delete from db_test');
+    await tdb.db.query('insert into db_test (id) select generate_series(41, 45)');
+    const updated = await tdb.db.query('update db_test set v = $1 where id > $2', ['u', 42], { name: 'db_test_count' });
+    assert.equal(updated.rowCount, 3);
+    assert.deepEqual(updated.rows, []);
+  });
+
+  it('delivers the notifications a named statement commits to Db.listen', async () => {
+    const got: string[] = [];
+    const unlisten = await tdb.db.listen('db_test_named', (p) => got.push(p));
+    try {
+      const sent = await tdb.db.query<{ n: number }>("select pg_notify('db_test_named', $1) is null as sent, 1 as n", ['from a named statement'], { name: 'db_test_notify' });
+      assert.equal(sent.rows[0].n, 1);
+      await tdb.db.transaction(async (tx) => {
+        await tx.query("select pg_notify('db_test_named', $1)", ['inside a transaction'], { name: 'db_test_notify_tx' });
+      });
+      await until(() => got.length === 2);
+      assert.deepEqual(got, ['from a named statement', 'inside a transaction']);
+    } finally {
+      await unlisten();
+    }
+    await tdb.db.query("select pg_notify('db_test_named', $1) is null as sent, 1 as n", ['after unlisten'], { name: 'db_test_notify' });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(got.length, 2, 'nothing after unlisten');
+  });
+
   it('binds parameters and returns rows and row counts', async () => {
     await tdb.db.query('delete from db_test');
     const ins = await tdb.db.query('insert into db_test (id, v) values ($1, $2), ($3, $4)', [1, "o'brien", 2, null]);
