@@ -36,7 +36,7 @@ const reporter = process.env.TEST_REPORTER ?? 'spec';
 //
 // No --test-force-exit: under Node 20 it can end the runner before its
 // reporters drain, and the tests still queued vanish from the count with the
-// run reported green (docs/testing.md).
+// run reported green (README, Tests and CI).
 const timeoutMs = Number(process.env.WEIR_TEST_TIMEOUT_MS ?? 600_000);
 const ledgerDir = mkdtempSync(join(tmpdir(), 'weir-test-ledger-'));
 const ledgerFile = join(ledgerDir, 'ledger.json');

@@ -60,7 +60,6 @@ const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE']);
  */
 export function readResult(buf: Buffer, parsers: Parsers, notify: (channel: string, payload: string) => void): RawResult {
   let fields: RawResult['fields'] = [];
-  let names: string[] = [];
   let convert: (((text: string, typeId: number) => unknown) | undefined)[] = [];
   /** Columns sent in binary: only bytea is asked for so (pglite.ts), and arrives as its bytes. */
   let binary: boolean[] = [];
@@ -77,7 +76,6 @@ export function readResult(buf: Buffer, parsers: Parsers, notify: (channel: stri
         const n = buf.readInt16BE(p);
         p += 2;
         fields = new Array(n);
-        names = new Array(n);
         convert = new Array(n);
         binary = new Array(n);
         for (let i = 0; i < n; i++) {
@@ -86,7 +84,6 @@ export function readResult(buf: Buffer, parsers: Parsers, notify: (channel: stri
           // table oid (4), column number (2), the type's oid (4), its size (2), its modifier (4), the format (2)
           const dataTypeID = buf.readInt32BE(nul + 7);
           fields[i] = { name, dataTypeID };
-          names[i] = name;
           convert[i] = parsers[dataTypeID];
           binary[i] = buf.readInt16BE(nul + 17) === 1;
           p = nul + 19;
@@ -101,19 +98,19 @@ export function readResult(buf: Buffer, parsers: Parsers, notify: (channel: stri
           const len = buf.readInt32BE(p);
           p += 4;
           if (len < 0) {
-            row[names[i]] = null;
+            row[fields[i].name] = null;
             continue;
           }
           if (binary[i]) {
             // a copy: a view would keep the whole output alive as long as the value
-            row[names[i]] = Buffer.from(buf.subarray(p, p + len));
+            row[fields[i].name] = Buffer.from(buf.subarray(p, p + len));
             p += len;
             continue;
           }
           const text = buf.toString('utf8', p, p + len);
           p += len;
           const parse = convert[i];
-          row[names[i]] = parse ? parse(text, fields[i].dataTypeID) : text;
+          row[fields[i].name] = parse ? parse(text, fields[i].dataTypeID) : text;
         }
         rows.push(row);
         break;

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type TransactionOptions } from './db.ts';
 import { startCheckpoints, type CheckpointOptions } from './pglite-checkpoints.ts';
 import { enableNodeFsync, pgliteStartParams } from './pglite-fsync.ts';
-import { RawOutput, readResult } from './pglite-results.ts';
+import { RawOutput, readResult, type RawResult } from './pglite-results.ts';
 
 const BYTEA = 17;
 
@@ -12,7 +12,12 @@ type PgliteLike = Pick<PGlite, 'query' | 'exec'>;
 function wrap(conn: PgliteLike, named?: NamedQueries): Queryable {
   return {
     async query<R>(text: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> {
-      const res = opts?.name && named ? await named.run<Record<string, unknown>>(opts.name, text, params ?? []) : await conn.query<Record<string, unknown>>(text, params);
+      if (opts?.name && named) {
+        // its bytea columns arrive in binary, already Buffers (pglite-results.ts)
+        const res = await named.run(opts.name, text, params ?? []);
+        return { rows: res.rows as R[], rowCount: res.affectedRows };
+      }
+      const res = await conn.query<Record<string, unknown>>(text, params);
       const byteaFields = res.fields.filter((f) => f.dataTypeID === BYTEA).map((f) => f.name);
       if (byteaFields.length > 0) {
         for (const row of res.rows) {
@@ -29,8 +34,6 @@ function wrap(conn: PgliteLike, named?: NamedQueries): Queryable {
     },
   };
 }
-
-type Res<R> = Awaited<ReturnType<PGlite['query']>> & { rows: R[] };
 
 /**
  * Named statements for hot queries. PGlite's query() sends Parse, Describe,
@@ -70,7 +73,7 @@ class NamedQueries {
     for (const listener of this.listeners.get(channel) ?? []) queueMicrotask(() => listener(payload));
   };
 
-  run<R>(name: string, text: string, params: unknown[]): Promise<Res<R>> {
+  run(name: string, text: string, params: unknown[]): Promise<RawResult> {
     const exclusive = <T>(fn: () => Promise<T>) => (this.inTransaction ? fn() : this.pg._runExclusiveTransaction(fn));
     return exclusive(() =>
       this.pg._runExclusiveQuery(async () => {
@@ -94,7 +97,7 @@ class NamedQueries {
         });
         const output = new RawOutput();
         await this.pg.execProtocolRawStream(bindAndExecute(name, values, stmt.resultFormats), { syncToFs: !this.inTransaction, onRawData: output.take });
-        return readResult(output.bytes(), this.pg.parsers, this.notify) as unknown as Res<R>;
+        return readResult(output.bytes(), this.pg.parsers, this.notify);
       }),
     );
   }
