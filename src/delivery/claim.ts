@@ -95,7 +95,7 @@ export const CLAIM_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapsc
 
 /** Whether any replay batch has a pacing row, that is, may still have deliveries to pace (see endIdleBatchPacing). */
 async function pacedBatchesExist(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ paced: boolean }>('select exists (select 1 from replay_batch_pacing) as paced');
+  const { rows } = await db.query<{ paced: boolean }>('select exists (select 1 from replay_batch_pacing) as paced', [], { name: 'weir_paced_batches' });
   return rows[0].paced;
 }
 
@@ -217,24 +217,35 @@ export async function releaseLeases(db: Queryable, leaseIds: readonly string[], 
  */
 export async function nextDueAt(db: Queryable, destinationType: DestinationType, agentIds: readonly string[] | null = null): Promise<number | null> {
   const ofAgents = destinationType === 'agent' && agentIds != null;
-  const { rows } = await db.query<{ at: Date | null; db_now: Date }>(ofAgents ? NEXT_DUE_OF_AGENTS : NEXT_DUE, [ofAgents ? agentIds : destinationType]);
+  // prepared (named): the worker asks after every pass that leaves nothing due, so on a quiet queue once a forward;
+  // on PGlite a plain statement's parse and plan cost about 7 times its run (docs/forwarding.md)
+  const { rows } = await db.query<{ at_ms: number | null; db_now_ms: number }>(
+    ofAgents ? NEXT_DUE_OF_AGENTS : NEXT_DUE,
+    [ofAgents ? agentIds : destinationType],
+    { name: ofAgents ? 'weir_next_due_of_agents' : 'weir_next_due' },
+  );
   const r = rows[0];
-  if (!r?.at) return null;
-  return new Date(r.at).getTime() - (new Date(r.db_now).getTime() - Date.now());
+  if (r?.at_ms == null) return null;
+  return r.at_ms - (r.db_now_ms - Date.now());
 }
 
+/** Epoch milliseconds as float8 from the exact numeric, as the claim reads its times (ClaimRow). */
+const EPOCH_MS = (t: string) => `(extract(epoch from ${t}) * 1000)::float8`;
+
 /** When the earliest waiting delivery of a destination type ($1) is due: the first entry of deliveries_due. */
-export const NEXT_DUE = `select (select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1) as at, now() as db_now`;
+export const NEXT_DUE = `select ${EPOCH_MS(`(select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1)`)} as at_ms,
+       ${EPOCH_MS('statement_timestamp()')} as db_now_ms`;
 
 /**
  * When the earliest waiting delivery of these agents ($1) is due: the first
  * entry of each one's deliveries_agent_queue, never another agent's backlog
  * (a minimum over deliveries_due filtered by agent stepped over it).
  */
-export const NEXT_DUE_OF_AGENTS = `select (select min(first.at) from (select distinct unnest($1::uuid[])) as a(agent_id)
+export const NEXT_DUE_OF_AGENTS = `select ${EPOCH_MS(`(select min(first.at) from (select distinct unnest($1::uuid[])) as a(agent_id)
                 cross join lateral (select q.next_attempt_at as at from deliveries q
                                      where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id
-                                     order by q.next_attempt_at limit 1) first) as at, now() as db_now`;
+                                     order by q.next_attempt_at limit 1) first)`)} as at_ms,
+       ${EPOCH_MS('statement_timestamp()')} as db_now_ms`;
 
 /**
  * Gives back every lease, whoever holds it: only for a database no other

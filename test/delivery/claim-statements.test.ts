@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { setStatements, type Queryable } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
-import { CLAIM_SETTINGS, claimDeliveries, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
+import { CLAIM_SETTINGS, claimDeliveries, NEXT_DUE, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
 import {
   CLAIM_DUE,
   CLAIM_DUE_OF_AGENTS,
@@ -340,6 +340,62 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     // nothing read and thrown away: no offline agent's row reaches a filter
     assert.doesNotMatch(plan, /Rows Removed by (Join )?Filter: \d{3,}/, plan);
   }
+
+  /**
+   * The plan a prepared statement keeps (nextDueAt's are named): made
+   * without the values, as PostgreSQL does after a few runs. Plain session
+   * settings, as nextDueAt runs outside the claim's.
+   */
+  async function genericPlanOf(sql: string, params: number): Promise<string> {
+    const prepared = `weir_generic_plan_test_${params}`;
+    // one connection: a statement is prepared on the connection that prepares it
+    return t.db.session(async (conn) => {
+      try {
+        await conn.exec(`set plan_cache_mode = force_generic_plan; prepare ${prepared} as ${sql}`);
+        const nulls = Array.from({ length: params }, () => 'null').join(', ');
+        const { rows } = await conn.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute ${prepared}(${nulls})`);
+        return rows.map((r) => r['QUERY PLAN']).join('\n');
+      } finally {
+        await conn.exec(`deallocate ${prepared}; reset plan_cache_mode`).catch(() => {});
+      }
+    });
+  }
+
+  it('the wake-up time, prepared: its generic plan reads the first entry of an index, never the table, before and after it is analyzed', async () => {
+    await backlog();
+    for (const analyzed of [false, true]) {
+      if (analyzed) await t.db.exec('analyze deliveries');
+      const ofAgents = await genericPlanOf(NEXT_DUE_OF_AGENTS, 1);
+      assert.match(ofAgents, /Index (Only )?Scan using deliveries_agent_queue on deliveries/, ofAgents);
+      assert.doesNotMatch(ofAgents, /deliveries_due\b|Seq Scan on deliveries|Bitmap/, ofAgents);
+      const ofType = await genericPlanOf(NEXT_DUE, 1);
+      assert.match(ofType, /Index (Only )?Scan( Backward)? using deliveries_due on deliveries/, ofType);
+      assert.doesNotMatch(ofType, /Seq Scan on deliveries|Bitmap/, ofType);
+    }
+  });
+
+  it('the wake-up time is the earliest due time of the connected agents (or of the type), in this process\'s clock', async () => {
+    const [a, b] = [await insertAgent(), await insertAgent()];
+    const at = (ms: number) => new Date(Date.parse('2031-05-06T07:08:09.123Z') + ms).toISOString();
+    await t.db.query(
+      `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id, destination_type, agent_id, next_attempt_at)
+       values (gen_random_uuid(), $1::uuid, gen_random_uuid(), now(), $2::uuid, 'agent', $3::uuid, $5::timestamptz),
+              (gen_random_uuid(), $1::uuid, gen_random_uuid(), now(), $2::uuid, 'agent', $4::uuid, $6::timestamptz),
+              (gen_random_uuid(), $1::uuid, gen_random_uuid(), now(), $2::uuid, 'agent', $4::uuid, $7::timestamptz)`,
+      [ep.organization_id, ep.id, a, b, at(5_000), at(2_000), at(9_000)],
+    );
+    // twice: the first run prepares the named statement, the second runs it prepared
+    for (let run = 0; run < 2; run++) {
+      // the database's clock and this process's are the same machine's here: apart by a statement's round trip at most;
+      // the due times are seconds apart, so the wrong one is never near
+      const near = (got: number | null, iso: string) => assert.ok(got !== null && Math.abs(got - Date.parse(iso)) < 250, `${got} near ${iso}`);
+      near(await nextDueAt(t.db, 'agent', [a]), at(5_000));
+      near(await nextDueAt(t.db, 'agent', [a, b]), at(2_000));
+      near(await nextDueAt(t.db, 'agent', null), at(2_000));
+      assert.equal(await nextDueAt(t.db, 'agent', []), null);
+      assert.equal(await nextDueAt(t.db, 'https'), null, 'nothing of that type waits');
+    }
+  });
 
   it('claim and wake-up time walk deliveries_agent_queue per connected agent, before and after the table is analyzed', async () => {
     const connected = await backlog();
