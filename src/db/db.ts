@@ -9,14 +9,31 @@ export interface QueryResult<R> {
 }
 
 export interface QueryOptions {
+  /**
+   * Prepares the statement once per connection under this name and runs
+   * it with ONE generic plan from its first run: every connection is opened
+   * with plan_cache_mode = NAMED_PLAN_CACHE_MODE. PostgreSQL's default
+   * re-plans a statement with its values for the first five runs, and
+   * forever when the plans made with values look cheaper, which the
+   * capture statement's always did: its plan cost more than its run, on
+   * PGlite on the main thread (docs/performance.md). So a named statement
+   * must be written so that a plan made without its values, and without
+   * statistics (PGlite has none until table maintenance analyzes), reads
+   * by index: the tests of each named statement pin its generic plan.
+   * Plain (unnamed) statements are planned with their values every time.
+   */
   name?: string;
 }
+
+/** The plan_cache_mode of every connection (QueryOptions.name). */
+export const NAMED_PLAN_CACHE_MODE = 'force_generic_plan';
 
 export interface Queryable {
   /**
    * One parameterised statement. bytea columns come back as Buffer.
-   * `opts.name` prepares it once per connection under that name (PostgreSQL):
-   * for a hot statement whose parse and plan cost more than running it.
+   * `opts.name` prepares it once per connection under that name, with one
+   * generic plan (QueryOptions.name): for a hot statement whose parse and
+   * plan cost more than running it.
    */
   query<R = Record<string, unknown>>(text: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>>;
   /** Several statements without parameters (migrations). */

@@ -1,6 +1,6 @@
 import { parse, PGlite, protocol } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
-import { setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type TransactionOptions } from './db.ts';
+import { NAMED_PLAN_CACHE_MODE, setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type TransactionOptions } from './db.ts';
 import { startCheckpoints, type CheckpointOptions } from './pglite-checkpoints.ts';
 import { enableNodeFsync, pgliteStartParams } from './pglite-fsync.ts';
 import { RawOutput, readResult, type RawResult } from './pglite-results.ts';
@@ -163,6 +163,8 @@ export async function openPglite(dataDir?: string, opts: { checkpoints?: Checkpo
   const durable = Boolean(opts.fsync && dataDir);
   const pg = await PGlite.create(dataDir ? { dataDir, startParams: pgliteStartParams(durable) } : {});
   if (durable) enableNodeFsync(pg);
+  // named statements run one generic plan from their first run (QueryOptions.name, db.ts)
+  await pg.exec(`set plan_cache_mode = ${NAMED_PLAN_CACHE_MODE}`);
   const named = new NamedQueries(pg);
   const base = wrap(pg, named);
   const namedInTransaction = named.inTransactionRunner();

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { UnsupportedPostgresError, unsupportedPostgres } from './server-version.ts';
-import { setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type Settings } from './db.ts';
+import { NAMED_PLAN_CACHE_MODE, setStatements, type Db, type Queryable, type QueryOptions, type QueryResult, type Settings } from './db.ts';
 
 type Conn = pg.Pool | pg.PoolClient;
 
@@ -168,7 +168,10 @@ export interface PostgresOptions {
 
 export async function openPostgres(connectionString: string, opts: PostgresOptions = {}): Promise<Db> {
   const log = opts.log ?? (() => {});
-  const pool = new pg.Pool({ connectionString, max: opts.poolSize ?? 10 });
+  // named statements run one generic plan from their first run (QueryOptions.name, db.ts); a
+  // DATABASE_URL with an `options` parameter of its own replaces this (node-postgres prefers the URL's)
+  const options = `-c plan_cache_mode=${NAMED_PLAN_CACHE_MODE}`;
+  const pool = new pg.Pool({ connectionString, options, max: opts.poolSize ?? 10 });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', (err) => log('idle database connection error', err));
   const { rows } = await pool.query<{ num: number; version: string }>(
@@ -191,7 +194,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
     const sql = setStatements(settings, true);
     let p = settingsPools.get(sql);
     if (!p) {
-      p = new pg.Pool({ connectionString, max: 2 });
+      p = new pg.Pool({ connectionString, options, max: 2 });
       p.on('error', (err) => log('idle database connection error', err));
       settingsPools.set(sql, p);
     }

@@ -161,7 +161,10 @@ export const CLAIM_DUE = `with next as materialized (
              and cr.received_at between c.request_received_at - interval '1 millisecond'
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
-       left join agents a on a.id = c.agent_id`;
+       left join agents a on a.id = c.agent_id
+      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
+      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      order by c.next_attempt_at, c.id`;
 
 /**
  * CLAIM_DUE with replay batch pacing: bneed/btaken/bslots are need/taken/
@@ -258,7 +261,10 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
              and cr.received_at between c.request_received_at - interval '1 millisecond'
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
-       left join agents a on a.id = c.agent_id`;
+       left join agents a on a.id = c.agent_id
+      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
+      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      order by c.next_attempt_at, c.id`;
 
 /**
  * CLAIM_DUE for an agent worker: only the deliveries of the agents
@@ -356,7 +362,10 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
              and cr.received_at between c.request_received_at - interval '1 millisecond'
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
-       left join agents a on a.id = c.agent_id`;
+       left join agents a on a.id = c.agent_id
+      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
+      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      order by c.next_attempt_at, c.id`;
 
 /** CLAIM_DUE_OF_AGENTS with replay batch pacing, as CLAIM_DUE_PACING_BATCHES is to CLAIM_DUE. */
 export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
@@ -466,4 +475,7 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
              and cr.received_at between c.request_received_at - interval '1 millisecond'
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
-       left join agents a on a.id = c.agent_id`;
+       left join agents a on a.id = c.agent_id
+      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
+      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      order by c.next_attempt_at, c.id`;

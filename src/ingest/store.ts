@@ -106,9 +106,13 @@ with live as (
                  live.forward_url as url, null::uuid as agent_id, -1 as sort_order
             from live where not live.paused and live.forward_url is not null
           union all
+          -- each live endpoint's destinations by index (forward_destinations_endpoint): the lateral with
+          -- offset 0 is not flattened into a join, which a generic plan (db.ts, QueryOptions) made
+          -- without statistics hashed against a read of the whole table
           select fd.endpoint_id, fd.id, fd.destination_type, fd.url, fd.agent_id, fd.sort_order
-            from forward_destinations fd join live on live.id = fd.endpoint_id and not live.paused
-           where fd.enabled) t
+            from live cross join lateral (select fd.* from forward_destinations fd
+                                           where fd.endpoint_id = live.id and fd.enabled offset 0) fd
+           where not live.paused) t
 ), queued as (
   insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id,
                           forward_destination_id, destination_type, url, agent_id)
@@ -117,6 +121,9 @@ with live as (
          u.organization_id, u.id, u.received_at, t.endpoint_id, t.forward_destination_id, t.destination_type, t.url, t.agent_id
     from targets t join u on u.endpoint_id = t.endpoint_id and ${passed}
    where exists (select from targets)
+   -- inserted in id order (capture, then position), whatever the join did: deliveries due at the same
+   -- moment sit in deliveries_due in the order they were inserted, and the claim walks it in that order
+   order by u.id, t.position
   returning 1
 )
 select id, paused, (select pg_notify('${DELIVERY_CHANNEL}', '') from queued limit 1) is not null as woke,
@@ -150,8 +157,9 @@ const DEDUP_CTES = `
   select u0.*, case when keys.capture_id <> u0.id then keys.capture_id end as duplicate_of
     from u0 left join keys on keys.endpoint_id = u0.endpoint_id and keys.key_hash = decode(u0.dedup_key, 'hex')`;
 
-const CAPTURE_STATEMENT = captureStatement(false);
-const CAPTURE_STATEMENT_DEDUP = captureStatement(true);
+/** The capture statement, and its variant with deduplication (exported for the tests of their plans). */
+export const CAPTURE_STATEMENT = captureStatement(false);
+export const CAPTURE_STATEMENT_DEDUP = captureStatement(true);
 
 /**
  * Stores a group of captures with their deliveries in one statement (above)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { asBuffer, notify, sqlState } from '../../src/db/db.ts';
+import { asBuffer, NAMED_PLAN_CACHE_MODE, notify, sqlState } from '../../src/db/db.ts';
 import { newId, isUuid } from '../../src/db/ids.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
 
@@ -50,6 +50,26 @@ describe('queries', () => {
     assert.equal((await tdb.db.query<{ v: string }>('select v from db_test where id = 3')).rows[0].v, 'in tx');
     await assert.rejects(tdb.db.query('select 1/$1::int as n', [0], { name: 'db_test_div' }), (e) => sqlState(e) === '22012');
     assert.equal((await tdb.db.query<{ n: number }>('select 1/$1::int as n', [1], { name: 'db_test_div' })).rows[0].n, 1, 'usable after an error');
+  });
+
+  it('runs named statements with one generic plan from the first run, on every connection the adapter opens (QueryOptions.name)', async () => {
+    const mode = `select current_setting('plan_cache_mode') as mode`;
+    const read = async (q: { query: typeof tdb.db.query }) => (await q.query<{ mode: string }>(mode)).rows[0].mode;
+    assert.equal(NAMED_PLAN_CACHE_MODE, 'force_generic_plan');
+    // several at once: the pool opens more than one connection on PostgreSQL
+    assert.deepEqual(new Set(await Promise.all([1, 2, 3].map(() => read(tdb.db)))), new Set([NAMED_PLAN_CACHE_MODE]));
+    assert.equal(await tdb.db.transaction((tx) => read(tx)), NAMED_PLAN_CACHE_MODE);
+    assert.equal(await tdb.db.withSettings({ enable_seqscan: 'off' }, (q) => read(q)), NAMED_PLAN_CACHE_MODE);
+    assert.equal(await tdb.db.session((c) => read(c)), NAMED_PLAN_CACHE_MODE);
+    // a named statement's first run: no plan made with its values
+    await tdb.db.session(async (c) => {
+      await c.query('select count(*) from db_test where id = $1::int', [1], { name: 'db_test_plan_mode' });
+      const { rows } = await c.query<{ generic: number; custom: number }>(
+        `select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements where name = 'db_test_plan_mode'`,
+      );
+      // PGlite keeps its named statements on its one connection, as PostgreSQL does on each
+      assert.deepEqual(rows, [{ generic: 1, custom: 0 }]);
+    });
   });
 
   it('returns the same rows and counts from a named statement as from a plain query, for every type the statements read', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { setStatements, type Queryable } from '../../src/db/db.ts';
+import { NAMED_PLAN_CACHE_MODE, setStatements, type Queryable, type Settings } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
 import { CLAIM_SETTINGS, claimDeliveries, NEXT_DUE, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
 import {
@@ -155,6 +155,21 @@ for (const v of VARIANTS) {
       assert.equal(typeof rows[0].paced_batches === 'boolean', v.batches, 'only the statement with batch pacing says whether batches are paced');
       const again = await claimWith(v, k.who, 10);
       assert.deepEqual(again.map((r) => r.id), [ids[0]], 'a leased delivery is not claimed again');
+    });
+
+    it('returns what it leased in due order, then by id, however the rows were inserted (the order the worker launches them in)', async () => {
+      const k = await kinds();
+      // inserted newest first and, among equal due times, ids descending
+      const ids = [newId(), newId(), newId(), newId()].sort().reverse();
+      await t.db.query(
+        `insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id, destination_type, url, agent_id, next_attempt_at)
+         select r.id, $2::uuid, gen_random_uuid(), now(), $3::uuid, case when $4::uuid is null then 'https' else 'agent' end,
+                case when $4::uuid is null then 'https://example.com/hook' end, $4::uuid, now() - r.ago * interval '1 millisecond'
+           from unnest($1::uuid[], $5::int[]) with ordinality as r(id, ago, n) order by r.n`,
+        [ids, ep.organization_id, ep.id, v.agents ? k.connected : null, [1_000, 1_000, 1_000, 2_000]],
+      );
+      const rows = await claimWith(v, k.who, 10);
+      assert.deepEqual(rows.map((r) => r.id), [ids[3], ids[2], ids[1], ids[0]]);
     });
 
     it('returns its times as epoch milliseconds whose whole part is the timestamp\'s millisecond, whatever its microseconds', async () => {
@@ -346,22 +361,25 @@ describe('the agent claim reads only the connected agents\' queues', () => {
    * without the values, as PostgreSQL does after a few runs. Plain session
    * settings, as nextDueAt runs outside the claim's.
    */
-  async function genericPlanOf(sql: string, params: number): Promise<string> {
+  async function genericPlanOf(sql: string, params: number, settings: Settings = {}): Promise<string> {
     const prepared = `weir_generic_plan_test_${params}`;
-    // one connection: a statement is prepared on the connection that prepares it
+    // one connection: a statement is prepared on the connection that prepares it; every
+    // connection already runs named statements on a generic plan (NAMED_PLAN_CACHE_MODE)
     return t.db.session(async (conn) => {
       try {
-        await conn.exec(`set plan_cache_mode = force_generic_plan; prepare ${prepared} as ${sql}`);
+        const set = setStatements({ ...settings, plan_cache_mode: NAMED_PLAN_CACHE_MODE }, true);
+        await conn.exec(`${set}; prepare ${prepared} as ${sql}`);
         const nulls = Array.from({ length: params }, () => 'null').join(', ');
         const { rows } = await conn.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute ${prepared}(${nulls})`);
         return rows.map((r) => r['QUERY PLAN']).join('\n');
       } finally {
-        await conn.exec(`deallocate ${prepared}; reset plan_cache_mode`).catch(() => {});
+        const reset = Object.keys(settings).map((name) => `; reset ${name}`).join('');
+        await conn.exec(`deallocate ${prepared}${reset}`).catch(() => {});
       }
     });
   }
 
-  it('the wake-up time, prepared: its generic plan reads the first entry of an index, never the table, before and after it is analyzed', async () => {
+  it('the wake-up time and the claims, prepared: their generic plans read their queue\'s index, never the table, before and after it is analyzed', async () => {
     await backlog();
     for (const analyzed of [false, true]) {
       if (analyzed) await t.db.exec('analyze deliveries');
@@ -371,6 +389,19 @@ describe('the agent claim reads only the connected agents\' queues', () => {
       const ofType = await genericPlanOf(NEXT_DUE, 1);
       assert.match(ofType, /Index (Only )?Scan( Backward)? using deliveries_due on deliveries/, ofType);
       assert.doesNotMatch(ofType, /Seq Scan on deliveries|Bitmap/, ofType);
+      // the claims as the worker runs them (CLAIM_SETTINGS): each walks its queue's index and fetches what it
+      // leased, and their captures, by primary key
+      for (const sql of [CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) assertAgentWalk(await genericPlanOf(sql, 5, CLAIM_SETTINGS));
+      for (const sql of [CLAIM_DUE, CLAIM_DUE_PACING_BATCHES]) {
+        const plan = await genericPlanOf(sql, 5, CLAIM_SETTINGS);
+        assert.match(plan, /Index Scan using deliveries_due on deliveries d\b/, plan);
+        assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap Heap Scan on deliveries/, plan);
+      }
+      for (const sql of [CLAIM_DUE, CLAIM_DUE_OF_AGENTS]) {
+        const plan = await genericPlanOf(sql, 5, CLAIM_SETTINGS);
+        assert.match(plan, /Index Scan using deliveries_pkey on deliveries d_1/, plan);
+        assert.doesNotMatch(plan, /Seq Scan on captured_requests/, plan);
+      }
     }
   });
 

@@ -3,7 +3,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
 import { DELIVERY_CHANNEL, forwardTargets } from '../../src/delivery/enqueue.ts';
 import { createEndpoint, deleteEndpoint, updateEndpoint } from '../../src/endpoints/endpoints.ts';
-import { storeCaptures } from '../../src/ingest/store.ts';
+import { CAPTURE_STATEMENT, CAPTURE_STATEMENT_DEDUP, storeCaptures } from '../../src/ingest/store.ts';
 import { lockOrganization } from '../../src/orgs/organizations.ts';
 import { DEFAULT_PLANS } from '../../src/orgs/plans.ts';
 import type { Capture } from '../../src/requests/captures.ts';
@@ -148,4 +148,51 @@ test('a change holding its organization locked (an endpoint being created) does 
     await holding;
   }
   assert.equal((await t.db.query<{ n: number }>('select count(*)::int as n from deliveries')).rows[0].n, 1);
+});
+
+test('the capture statements, prepared: their generic plan reads endpoints and their destinations by index, before and after the tables are analyzed (QueryOptions.name)', async () => {
+  // 3,000 endpoints with a destination each, none analyzed yet: a generic plan without statistics
+  // once hashed the live endpoints against a read of the whole forward_destinations table
+  const e = await endpoint(t.db, 'https://receiver.example/forward-url');
+  await t.db.query(
+    `insert into endpoints (id, organization_id, slug, name, forward_url)
+     select gen_random_uuid(), $1::uuid, 'plan' || g, 'e' || g, 'https://receiver.example/' || g from generate_series(1, 3000) g`,
+    [e.organization_id],
+  );
+  await t.db.query(
+    `insert into forward_destinations (id, organization_id, endpoint_id, name, destination_type, url, sort_order)
+     select gen_random_uuid(), organization_id, id, 'd', 'https', 'https://receiver.example/d', 0 from endpoints`,
+  );
+  const planOf = (statement: string) =>
+    t.db.session(async (c) => {
+      try {
+        await c.exec(`set plan_cache_mode = force_generic_plan; prepare weir_capture_plan_test as ${statement}`);
+        const nulls = Array.from({ length: 9 }, () => 'null').join(', ');
+        const { rows } = await c.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute weir_capture_plan_test(${nulls})`);
+        return rows.map((r) => r['QUERY PLAN']).join('\n');
+      } finally {
+        await c.exec('deallocate weir_capture_plan_test').catch(() => {});
+      }
+    });
+  for (const analyzed of [false, true]) {
+    if (analyzed) await t.db.exec('analyze endpoints; analyze forward_destinations');
+    for (const statement of [CAPTURE_STATEMENT, CAPTURE_STATEMENT_DEDUP]) {
+      const plan = await planOf(statement);
+      assert.match(plan, /(Index Scan using|Bitmap Index Scan on) forward_destinations_endpoint\b/, plan);
+      assert.match(plan, /(Index Scan using|Bitmap Index Scan on) endpoints_pkey\b/, plan);
+      assert.doesNotMatch(plan, /Seq Scan on (forward_destinations|endpoints)\b/, plan);
+    }
+  }
+  // and the statement still stores and queues as before
+  assert.deepEqual(await storeCaptures(t.db, [capture(e, 'a')]), ['stored']);
+});
+
+test('a group\'s deliveries are inserted in id order, so those due at the same moment wait in deliveries_due in capture order', async () => {
+  const e = await endpoint(t.db, 'https://receiver.example/forward-url');
+  for (const sortOrder of [2, 0, 1]) await insertForwardDestination(t.db, e, { url: `https://receiver.example/${sortOrder}`, sortOrder });
+  assert.deepEqual(await storeCaptures(t.db, Array.from({ length: 20 }, (_, i) => capture(e, `b${i}`))), Array(20).fill('stored'));
+  // the heap order of one statement's inserts (btree entries of equal keys follow it)
+  const { rows } = await t.db.query<{ id: string }>('select id::text from deliveries order by ctid');
+  assert.equal(rows.length, 80);
+  assert.deepEqual(rows.map((r) => r.id), rows.map((r) => r.id).sort());
 });
