@@ -57,6 +57,14 @@ export interface ClaimRow {
 }
 
 /*
+ * ORDER. Every claim ends with `order by c.next_attempt_at, c.id`: the
+ * worker launches the rows in the order they come, due time first, then id
+ * (a capture's deliveries start with its id), whatever the joins after the
+ * update did to the order of `claimed` (a generic plan hashes them; db.ts,
+ * QueryOptions.name).
+ */
+
+/*
  * Why two statements per kind of claim. Replay batch pacing costs every
  * claim several steps (a window over the claimed rows, a lookup of each in
  * replay_batch_pacing, an update) although batches are rare, so while none
@@ -162,8 +170,7 @@ export const CLAIM_DUE = `with next as materialized (
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
        left join agents a on a.id = c.agent_id
-      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
-      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      -- the worker's launch order (ORDER, above)
       order by c.next_attempt_at, c.id`;
 
 /**
@@ -262,8 +269,7 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
        left join agents a on a.id = c.agent_id
-      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
-      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      -- the worker's launch order (ORDER, above)
       order by c.next_attempt_at, c.id`;
 
 /**
@@ -363,8 +369,7 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
        left join agents a on a.id = c.agent_id
-      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
-      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      -- the worker's launch order (ORDER, above)
       order by c.next_attempt_at, c.id`;
 
 /** CLAIM_DUE_OF_AGENTS with replay batch pacing, as CLAIM_DUE_PACING_BATCHES is to CLAIM_DUE. */
@@ -476,6 +481,5 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
                                     and c.request_received_at + interval '1 millisecond'
        left join forward_destinations fd on fd.id = c.forward_destination_id
        left join agents a on a.id = c.agent_id
-      -- the worker launches them in this order: due time, then id (a capture's deliveries start with its id), whatever
-      -- the plan's joins did to the order of \`claimed\` (a generic plan hashes; db.ts, QueryOptions.name)
+      -- the worker's launch order (ORDER, above)
       order by c.next_attempt_at, c.id`;

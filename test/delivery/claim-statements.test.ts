@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { NAMED_PLAN_CACHE_MODE, setStatements, type Queryable, type Settings } from '../../src/db/db.ts';
+import { setStatements, type Queryable } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
 import { CLAIM_SETTINGS, claimDeliveries, NEXT_DUE, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
 import {
@@ -13,6 +13,7 @@ import {
 } from '../../src/delivery/claim-statement.ts';
 import { insertEndpoint, insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { genericPlanOf } from '../helpers/plans.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { storeCaptures } from '../../src/ingest/store.ts';
 import type { Capture } from '../../src/requests/captures.ts';
@@ -356,49 +357,26 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     assert.doesNotMatch(plan, /Rows Removed by (Join )?Filter: \d{3,}/, plan);
   }
 
-  /**
-   * The plan a prepared statement keeps (nextDueAt's are named): made
-   * without the values, as PostgreSQL does after a few runs. Plain session
-   * settings, as nextDueAt runs outside the claim's.
-   */
-  async function genericPlanOf(sql: string, params: number, settings: Settings = {}): Promise<string> {
-    const prepared = `weir_generic_plan_test_${params}`;
-    // one connection: a statement is prepared on the connection that prepares it; every
-    // connection already runs named statements on a generic plan (NAMED_PLAN_CACHE_MODE)
-    return t.db.session(async (conn) => {
-      try {
-        const set = setStatements({ ...settings, plan_cache_mode: NAMED_PLAN_CACHE_MODE }, true);
-        await conn.exec(`${set}; prepare ${prepared} as ${sql}`);
-        const nulls = Array.from({ length: params }, () => 'null').join(', ');
-        const { rows } = await conn.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute ${prepared}(${nulls})`);
-        return rows.map((r) => r['QUERY PLAN']).join('\n');
-      } finally {
-        const reset = Object.keys(settings).map((name) => `; reset ${name}`).join('');
-        await conn.exec(`deallocate ${prepared}${reset}`).catch(() => {});
-      }
-    });
-  }
-
   it('the wake-up time and the claims, prepared: their generic plans read their queue\'s index, never the table, before and after it is analyzed', async () => {
     await backlog();
     for (const analyzed of [false, true]) {
       if (analyzed) await t.db.exec('analyze deliveries');
-      const ofAgents = await genericPlanOf(NEXT_DUE_OF_AGENTS, 1);
+      const ofAgents = await genericPlanOf(t.db, NEXT_DUE_OF_AGENTS, 1);
       assert.match(ofAgents, /Index (Only )?Scan using deliveries_agent_queue on deliveries/, ofAgents);
       assert.doesNotMatch(ofAgents, /deliveries_due\b|Seq Scan on deliveries|Bitmap/, ofAgents);
-      const ofType = await genericPlanOf(NEXT_DUE, 1);
+      const ofType = await genericPlanOf(t.db, NEXT_DUE, 1);
       assert.match(ofType, /Index (Only )?Scan( Backward)? using deliveries_due on deliveries/, ofType);
       assert.doesNotMatch(ofType, /Seq Scan on deliveries|Bitmap/, ofType);
       // the claims as the worker runs them (CLAIM_SETTINGS): each walks its queue's index and fetches what it
       // leased, and their captures, by primary key
-      for (const sql of [CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) assertAgentWalk(await genericPlanOf(sql, 5, CLAIM_SETTINGS));
+      for (const sql of [CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) assertAgentWalk(await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS));
       for (const sql of [CLAIM_DUE, CLAIM_DUE_PACING_BATCHES]) {
-        const plan = await genericPlanOf(sql, 5, CLAIM_SETTINGS);
+        const plan = await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS);
         assert.match(plan, /Index Scan using deliveries_due on deliveries d\b/, plan);
         assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap Heap Scan on deliveries/, plan);
       }
       for (const sql of [CLAIM_DUE, CLAIM_DUE_OF_AGENTS]) {
-        const plan = await genericPlanOf(sql, 5, CLAIM_SETTINGS);
+        const plan = await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS);
         assert.match(plan, /Index Scan using deliveries_pkey on deliveries d_1/, plan);
         assert.doesNotMatch(plan, /Seq Scan on captured_requests/, plan);
       }

@@ -13,6 +13,7 @@ import { outcomeConcernsIncidents } from '../../src/incidents/record.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { insertEndpoint, type EndpointFixture } from '../helpers/fixtures.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { genericPlanOf } from '../helpers/plans.ts';
 
 // The completion statements (src/delivery/complete-statement.ts) and the
 // batch-mark functions (migration 0021) every statement that takes a
@@ -304,14 +305,7 @@ describe('the completion statements', () => {
       // an unanalyzed table with history; the assertions read the generic plan's shape (a plan that
       // walked deliveries_leased would read the dead entries of every delivery once in flight)
       await insertHistory();
-      // a generic plan is the same whatever the values: explained with nulls (EXPLAIN EXECUTE takes no parameters)
-      const nulls = Array.from({ length: completionParams([], 'node').length }, () => 'null').join(', ');
-      const prepared = `weir_complete_plan_test_${name === 'COMPLETE_ATTEMPTS' ? 'plain' : 'incidents'}`;
-      const plan = await rolledBack(async (tx) => {
-        await tx.exec(`${setStatements({ ...COMPLETE_SETTINGS, plan_cache_mode: 'force_generic_plan' })}; prepare ${prepared} as ${statement}`);
-        const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute ${prepared}(${nulls})`);
-        return rows.map((r) => r['QUERY PLAN']).join('\n');
-      }).finally(() => t.db.exec(`deallocate ${prepared}`).catch(() => {}));
+      const plan = await genericPlanOf(t.db, statement, completionParams([], 'node').length, COMPLETE_SETTINGS);
       // the attempt rows' paced slots and the deliveries moved: primary-key probes; the only other
       // read of deliveries is the supersede of a successful replay's pair (by request)
       const reads = plan.split('\n').filter((line) => / on deliveries\b/.test(line) && !/Update on/.test(line));

@@ -10,6 +10,7 @@ import type { Capture } from '../../src/requests/captures.ts';
 import { seedOrg } from '../helpers/app.ts';
 import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
 import { captureOf, insertForwardDestination } from '../helpers/fixtures.ts';
+import { genericPlanOf } from '../helpers/plans.ts';
 
 let t: TestDb;
 before(async () => {
@@ -163,21 +164,10 @@ test('the capture statements, prepared: their generic plan reads endpoints and t
     `insert into forward_destinations (id, organization_id, endpoint_id, name, destination_type, url, sort_order)
      select gen_random_uuid(), organization_id, id, 'd', 'https', 'https://receiver.example/d', 0 from endpoints`,
   );
-  const planOf = (statement: string) =>
-    t.db.session(async (c) => {
-      try {
-        await c.exec(`set plan_cache_mode = force_generic_plan; prepare weir_capture_plan_test as ${statement}`);
-        const nulls = Array.from({ length: 9 }, () => 'null').join(', ');
-        const { rows } = await c.query<{ 'QUERY PLAN': string }>(`explain (costs off) execute weir_capture_plan_test(${nulls})`);
-        return rows.map((r) => r['QUERY PLAN']).join('\n');
-      } finally {
-        await c.exec('deallocate weir_capture_plan_test').catch(() => {});
-      }
-    });
   for (const analyzed of [false, true]) {
     if (analyzed) await t.db.exec('analyze endpoints; analyze forward_destinations');
     for (const statement of [CAPTURE_STATEMENT, CAPTURE_STATEMENT_DEDUP]) {
-      const plan = await planOf(statement);
+      const plan = await genericPlanOf(t.db, statement, 9);
       assert.match(plan, /(Index Scan using|Bitmap Index Scan on) forward_destinations_endpoint\b/, plan);
       assert.match(plan, /(Index Scan using|Bitmap Index Scan on) endpoints_pkey\b/, plan);
       assert.doesNotMatch(plan, /Seq Scan on (forward_destinations|endpoints)\b/, plan);
