@@ -27,7 +27,10 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  *   the ingest cache said. The lock keeps those endpoints from being deleted
  *   until we commit (pausing does not conflict with it); SKIP LOCKED keeps a
  *   slow delete of an endpoint with a million captures from stalling every
- *   other group.
+ *   other group. Each id is looked up on its own, through a lateral: a
+ *   generic plan (src/db/db.ts, QueryOptions) of `e.id = any($8)` does not
+ *   know how many ids there are, and on PGlite it chose to walk the whole
+ *   (organization_id, id) index for them instead of probing the primary key.
  * - `u` is the group as rows: ids, times and body offsets travel as array
  *   parameters, the text columns (method, path, query, headers, content
  *   type, source address, and for an endpoint with signature verification
@@ -76,7 +79,8 @@ with live as (
          exists (select from subscriptions s
                   where s.organization_id = e.organization_id and 'request.captured' = any(s.event_types) and s.status <> 'unsubscribed'
                     and (s.endpoint_id is null or s.endpoint_id = e.id)) as announce
-    from endpoints e where e.id = any($8::uuid[]) for key share of e skip locked
+    from unnest($8::uuid[]) as k(id)
+         cross join lateral (select e.* from endpoints e where e.id = k.id for key share of e skip locked) e
 ), ${dedup ? 'u0' : 'u'} as (
   select u.id, u.organization_id, u.endpoint_id, u.received_at, u.off, u.len, live.announce,
          u.r->>0 as method, u.r->>1 as path, u.r->>2 as query, u.r->3 as headers, u.r->>4 as content_type, u.r->>5 as source_ip,
