@@ -56,9 +56,12 @@ test('deliveries are ordered like their captures: capture by capture, forward_ur
   );
   assert.ok(rows.every((r) => r.forward_destination_id !== disabled.id), 'the disabled destination gets nothing');
   assert.ok(rows.every((r) => r.endpoint_id === e.id));
-  for (const r of rows) {
+  for (const [i, r] of rows.entries()) {
     assert.match(r.id, UUID_V7, `delivery ${r.id} is a UUIDv7`);
-    assert.equal(r.id.slice(0, 18), r.request_id.slice(0, 18), `delivery ${r.id} shares its first 8 bytes with capture ${r.request_id}`);
+    // the capture's id with the target's position (forward_url, then destinations by sort_order) in the variant byte
+    const position = i % 3;
+    const expectedId = r.request_id.slice(0, 19) + (0x80 + position).toString(16) + r.request_id.slice(21);
+    assert.equal(r.id, expectedId, `delivery ${r.id} is capture ${r.request_id} at position ${position}`);
   }
   assert.equal(new Set(rows.map((r) => r.id)).size, 9);
   // The capture statement writes this rule in SQL of its own; replays take it
