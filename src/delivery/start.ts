@@ -40,34 +40,41 @@ const MIN_CLAIM_AHEAD_WAIT_MS = 5_000;
 
 /** Outcomes waiting for their completion statement on PostgreSQL, in concurrencies (deliveryQueueFor). */
 const POSTGRES_UNRECORDED_CONCURRENCIES = 4;
+/** Rows a claim takes on PGlite with claim-ahead, in concurrencies (deliveryQueueFor). */
+const PGLITE_CLAIM_CONCURRENCIES = 2;
 
 /**
- * How much the HTTPS delivery worker holds (WorkerOptions.claimAhead and
- * unrecordedLimit; figures in docs/forwarding.md).
+ * How much the HTTPS delivery worker holds (WorkerOptions.claimAhead,
+ * batchSize and unrecordedLimit; figures in docs/forwarding.md,
+ * "Claim-ahead").
  *
  * Claim-ahead on both databases: claiming while the send slots are busy,
  * in full batches, took 0.8x the CPU a forward on PGlite, where one thread
- * runs the database and the forwards and a statement costs about 0.9 ms
- * whatever its rows. On PostgreSQL it paid only once answered forwards
- * could wait for their record beyond twice the concurrency: a completion
- * commits in 3-4 ms there, and while it did, a limit of twice the
- * concurrency kept the next claim back (together 1.2x the forwards a
- * second). A node holds at most
- * one batch more than it sends, so other nodes still find work.
+ * runs the database and the forwards. On PostgreSQL it paid only once
+ * answered forwards could wait for their record beyond twice the
+ * concurrency: a completion commits in 3-4 ms there, and while it did, a
+ * limit of twice the concurrency kept the next claim back (together 1.2x
+ * the forwards a second). A node holds at most one batch more than it
+ * sends, so other nodes still find work.
  *
- * The unrecorded limit stays at twice the concurrency on PGlite: there a
- * larger one let claims cut in between records on the one thread, both
- * in smaller statements (0.88x).
+ * On PGlite a claim takes two concurrencies of rows, and holds up to three:
+ * its statements cost per row less the more rows they carry (a claim of
+ * 64 cost 174 µs a forward, of 16 248 µs), and answered outcomes may wait
+ * for their record up to one more batch, so the claims and the
+ * completions both come in batches of two concurrencies. 1.08-1.15x the
+ * forwards a second at 0.88x the CPU a forward, measured on 2026-11-29;
+ * on PostgreSQL the same measured 0.98x, so it claims one concurrency.
  */
 export function deliveryQueueFor(
   db: Pick<Db, 'kind'>,
   o: { leaseMs: number; forwardTimeoutMs: number; concurrency: number },
-): { claimAhead?: { maxWaitMs: number }; unrecordedLimit: number } {
+): { claimAhead?: { maxWaitMs: number }; batchSize?: number; unrecordedLimit: number } {
   const maxWaitMs = o.leaseMs - o.forwardTimeoutMs - LEASE_MARGIN_MS;
-  return {
-    claimAhead: maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs } : undefined,
-    unrecordedLimit: (db.kind === 'postgres' ? 1 + POSTGRES_UNRECORDED_CONCURRENCIES : 2) * o.concurrency,
-  };
+  const claimAhead = maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs } : undefined;
+  if (db.kind === 'postgres') return { claimAhead, unrecordedLimit: (1 + POSTGRES_UNRECORDED_CONCURRENCIES) * o.concurrency };
+  if (!claimAhead) return { unrecordedLimit: 2 * o.concurrency };
+  const batchSize = PGLITE_CLAIM_CONCURRENCIES * o.concurrency;
+  return { claimAhead, batchSize, unrecordedLimit: o.concurrency + 2 * batchSize };
 }
 
 /**

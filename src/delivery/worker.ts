@@ -29,10 +29,10 @@ export interface WorkerOptions {
   logger: Logger;
   /** Identifies this node in deliveries.leased_by. */
   node: string;
-  /** Forwards sent at once on this node (with claim-ahead it holds up to twice as many leased). */
+  /** Forwards sent at once on this node (with claim-ahead it holds up to `batchSize` more leased). */
   concurrency: number;
   /**
-   * Claim ahead: hold up to `concurrency` more leased deliveries than are
+   * Claim ahead: hold up to `batchSize` more leased deliveries than are
    * being sent, each waiting for a send slot, so claims and completions run
    * while the slots are busy and come in full batches. `maxWaitMs` is how
    * long a held delivery may wait for its slot and still have its whole
@@ -49,7 +49,12 @@ export interface WorkerOptions {
    * never less than what is held (src/delivery/start.ts deliveryQueueFor).
    */
   unrecordedLimit?: number;
-  /** Rows per claim statement (at most the free concurrency). */
+  /**
+   * Rows per claim statement at most, default the concurrency. With
+   * claim-ahead a node holds up to the concurrency plus this many leased;
+   * without, no more than the concurrency. Completions linger for as many
+   * outcomes (COMPLETION_LINGER_MS).
+   */
   batchSize?: number;
   /** How long a claim holds a delivery; must outlast one attempt (the transport's total timeout). */
   leaseMs: number;
@@ -112,6 +117,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private readonly filters: FilterGate;
   /** Free slots that make a claim worthwhile while a backlog waits. */
   private readonly refill: number;
+  /** Rows per claim at most (WorkerOptions.batchSize), and the completions' batch a lone outcome lingers for. */
+  private readonly batch: number;
 
   constructor(private readonly o: WorkerOptions) {
     super({
@@ -122,11 +129,16 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       messages: { requeued: 'requeued deliveries whose lease expired', passFailed: 'delivery claim failed; retrying' },
       onIdle: o.onIdle,
     });
-    // a batch of fewer outcomes than the concurrency waits COMPLETION_LINGER_MS for more
-    this.completions = new CompletionBatcher(o.db, o.node, { minBatch: o.concurrency, ms: COMPLETION_LINGER_MS });
+    this.batch = o.batchSize ?? o.concurrency;
+    // a batch of fewer outcomes than a claim's rows waits COMPLETION_LINGER_MS for more
+    this.completions = new CompletionBatcher(o.db, o.node, { minBatch: this.batch, ms: COMPLETION_LINGER_MS });
     this.filters = new FilterGate(o.db);
-    this.refill = Math.max(1, Math.min(o.batchSize ?? o.concurrency, Math.floor(o.concurrency / 2)));
-    this.holdLimit = o.claimAhead ? 2 * o.concurrency : o.concurrency;
+    // A backlog is claimed once all but half a concurrency of a batch fits
+    // (with claim-ahead, while the send slots are still busy; without it,
+    // half the slots).
+    const half = Math.floor(o.concurrency / 2);
+    this.refill = Math.max(1, o.claimAhead ? this.batch - half : Math.min(this.batch, half));
+    this.holdLimit = o.claimAhead ? o.concurrency + this.batch : o.concurrency;
     this.unrecordedLimit = Math.max(this.holdLimit, o.unrecordedLimit ?? 2 * o.concurrency);
   }
 
@@ -137,7 +149,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   protected async pass(until: number): Promise<number | null> {
     let sleepUntil = until;
     const free = this.freeSlots();
-    const want = Math.min(free, this.o.batchSize ?? this.o.concurrency);
+    const want = Math.min(free, this.batch);
     const agentIds = this.o.agentIds?.() ?? null;
     // no agent connected (or none with room): nothing this worker may claim
     if (agentIds?.length === 0) this.backlog = false;

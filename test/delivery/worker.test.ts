@@ -4,6 +4,7 @@ import { newId } from '../../src/db/ids.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
 import { COMPLETE_SETTINGS } from '../../src/delivery/complete.ts';
 import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
+import { deliveryQueueFor } from '../../src/delivery/start.ts';
 import type { Db } from '../../src/db/db.ts';
 import { sweepDeliveries } from '../../src/delivery/retention.ts';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
@@ -169,26 +170,38 @@ describe('delivery worker', () => {
       return { gate, open };
     };
 
-    it('holds twice its concurrency but sends no more than its concurrency at once, the held ones in claim order, each once', async () => {
+    it('with batches of two concurrencies, claims a backlog a batch at a time and holds up to three concurrencies, but sends no more than its concurrency at once, the held ones in claim order, each once', async () => {
       const { gate, open } = gated();
       const rx = await startReceiver({ reply: () => ({ until: gate }) });
       t.receivers.push(rx);
       const ep = await orgWithEndpoint(t.db, rx.url);
-      const caps = await insertCaptures(t.db, ep, Array.from({ length: 6 }, (_, i) => ({ body: `c${i}` })));
-      t.worker = await startTestWorker(t.db, { concurrency: 2, claimAhead: { maxWaitMs: 60_000 } });
+      const first = await insertCaptures(t.db, ep, [{ body: 'c0' }, { body: 'c1' }]);
+      t.worker = await startTestWorker(t.db, { concurrency: 2, batchSize: 4, claimAhead: { maxWaitMs: 60_000 } });
       await rx.waitFor(2);
-      // four held (leased) while the two sends wait for their answers: the next claim came while the slots were busy
-      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 4 || undefined, 'four deliveries held');
-      await new Promise((r) => setTimeout(r, 100));
+      // a backlog arrives while both slots are busy: the next claim takes a batch of two concurrencies
+      const rest = await insertCaptures(t.db, ep, Array.from({ length: 8 }, (_, i) => ({ body: `c${i + 2}` })));
+      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 6 || undefined, 'six deliveries held');
+      await new Promise((r) => setTimeout(r, 150));
+      assert.equal(t.worker.inFlightDeliveries().length, 6, 'no more held than three concurrencies');
       assert.equal(rx.received.length, 2, 'no more sends than the concurrency');
       assert.deepEqual(new Set(rx.received.map((r) => r.body.toString())), new Set(['c0', 'c1']));
-      assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, 4);
+      assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, 6);
       open();
-      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 6 || undefined, 'all six delivered');
-      assert.equal(rx.received.length, 6, 'each sent once');
-      assert.deepEqual(new Set(rx.received.slice(2, 4).map((r) => r.body.toString())), new Set(['c2', 'c3']), 'the held ones went in claim order');
-      assert.equal((await attempts(t.db)).length, 6);
-      assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set(caps.map((c) => c.id)));
+      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 10 || undefined, 'all ten delivered');
+      assert.equal(rx.received.length, 10, 'each sent once');
+      assert.deepEqual(new Set(rx.received.slice(2, 6).map((r) => r.body.toString())), new Set(['c2', 'c3', 'c4', 'c5']), 'the held ones went in claim order');
+      assert.equal((await attempts(t.db)).length, 10);
+      assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set([...first, ...rest].map((c) => c.id)));
+    });
+
+    it('is sized per database: on PGlite a claim takes two concurrencies, on PostgreSQL one; none without room in the lease', () => {
+      const o = { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32 };
+      assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, o), { claimAhead: { maxWaitMs: 28_000 }, batchSize: 64, unrecordedLimit: 160 });
+      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead: { maxWaitMs: 28_000 }, unrecordedLimit: 160 });
+      // a lease leaving less than 5 s to wait: sends as they are claimed, a batch of one concurrency
+      const short = { ...o, leaseMs: 36_000 };
+      assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, short), { unrecordedLimit: 64 });
+      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, short), { claimAhead: undefined, unrecordedLimit: 160 });
     });
 
     it('gives a held delivery\'s lease back, unsent, once it has waited too long for its attempt to fit in the lease; a later claim sends it', async () => {
