@@ -1,15 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
+import { idTime } from '../../src/requests/capture-ids.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
 import { COMPLETE_SETTINGS } from '../../src/delivery/complete.ts';
-import { DELIVERY_CHANNEL } from '../../src/delivery/enqueue.ts';
+import { DELIVERY_CHANNEL, forwardTargets, insertDeliveries } from '../../src/delivery/enqueue.ts';
 import { deliveryQueueFor } from '../../src/delivery/start.ts';
 import type { Db } from '../../src/db/db.ts';
-import { sweepDeliveries } from '../../src/delivery/retention.ts';
+import { sweepDeliveries, sweepStatements } from '../../src/delivery/retention.ts';
 import { insertCaptures, insertForwardDestination } from '../helpers/fixtures.ts';
 import { startReceiver } from '../helpers/https.ts';
+import { genericPlanOf } from '../helpers/plans.ts';
+import { idAt } from '../requests/fixtures.ts';
 import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
+
+const DAY_MS = 86_400_000;
 
 describe('delivery worker', () => {
   const t = useWorkerTest({ stopGraceMs: 0 });
@@ -311,15 +316,29 @@ describe('delivery worker', () => {
     assert.equal(gateway.claimed[0].capture?.body.toString(), 'for the agent');
   });
 
-  it('deletes the deliveries of captures past retention, but not in-flight ones', async () => {
+  it('deletes the deliveries of captures past retention, their own and their replays\', but not in-flight ones nor those of newer captures', async () => {
     const ep = await orgWithEndpoint(t.db, 'https://example.com/');
-    await insertCaptures(t.db, ep, [{ body: 'old' }, { body: 'old, in flight' }, { body: 'new' }]);
-    const [old, busy] = await deliveries(t.db);
-    await t.db.query(`update deliveries set request_received_at = now() - interval '400 days' where id = any($1::uuid[])`, [[old.id, busy.id]]);
-    await t.db.query(`update deliveries set status = 'in_flight', lease_until = now() + interval '1 minute' where id = $1::uuid`, [busy.id]);
-    const deleted = await sweepDeliveries(t.db, new Date(Date.now() - 365 * 24 * 3600_000), 1);
-    assert.equal(deleted, 1);
-    assert.deepEqual((await deliveries(t.db)).map((d) => d.id).includes(old.id), false);
-    assert.equal((await deliveries(t.db)).length, 2);
+    const oldMs = Date.now() - 400 * DAY_MS;
+    const [old, busy, fresh] = await insertCaptures(t.db, ep, [{ id: idAt(oldMs), body: 'old' }, { id: idAt(oldMs), body: 'old, in flight' }, { body: 'new' }]);
+    const [target] = await forwardTargets(t.db, [ep.id]);
+    // replays: deliveries with ids of their own, made now, of the old capture and of the new one
+    const replays = [old, fresh].map((c) => ({ id: newId(), organizationId: ep.organization_id, requestId: c.id, requestReceivedAt: new Date(idTime(c.id)), target, replayBatchId: null }));
+    await insertDeliveries(t.db, replays);
+    const own = async (c: { id: string }) => (await deliveries(t.db, 'request_id = $1 and id <> all($2::uuid[])', [c.id, replays.map((r) => r.id)]))[0];
+    const busyOwn = await own(busy);
+    await t.db.query(`update deliveries set status = 'in_flight', lease_until = now() + interval '1 minute' where id = $1::uuid`, [busyOwn.id]);
+    const deleted = await sweepDeliveries(t.db, new Date(Date.now() - 365 * DAY_MS), 1);
+    assert.equal(deleted, 2, 'the old capture\'s own delivery and its replay');
+    const left = (await deliveries(t.db)).map((d) => d.id);
+    assert.deepEqual(new Set(left), new Set([busyOwn.id, (await own(fresh)).id, replays[1].id]));
+  });
+
+  it('finds old deliveries through the primary key and the replays\' partial index, never by reading the whole table', async () => {
+    const plans = [];
+    for (const { text, params } of sweepStatements(new Date(), 100)) {
+      plans.push(await genericPlanOf(t.db, text, params.length, { enable_seqscan: 'off', enable_bitmapscan: 'off' }));
+    }
+    assert.match(plans[0], /Index Scan using deliveries_pkey on deliveries deliveries_1/, plans[0]);
+    assert.match(plans[1], /Index Scan using deliveries_replayed_received on deliveries deliveries_1/, plans[1]);
   });
 });
