@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../src/db/ids.ts';
-import { idTime } from '../../src/requests/capture-ids.ts';
+import { DAY_MS } from '../../src/requests/partitions.ts';
 import { claimDeliveries } from '../../src/delivery/claim.ts';
 import { COMPLETE_SETTINGS } from '../../src/delivery/complete.ts';
 import { DELIVERY_CHANNEL, forwardTargets, insertDeliveries } from '../../src/delivery/enqueue.ts';
@@ -13,8 +13,6 @@ import { startReceiver } from '../helpers/https.ts';
 import { genericPlanOf } from '../helpers/plans.ts';
 import { idAt } from '../requests/fixtures.ts';
 import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
-
-const DAY_MS = 86_400_000;
 
 describe('delivery worker', () => {
   const t = useWorkerTest({ stopGraceMs: 0 });
@@ -322,7 +320,7 @@ describe('delivery worker', () => {
     const [old, busy, fresh] = await insertCaptures(t.db, ep, [{ id: idAt(oldMs), body: 'old' }, { id: idAt(oldMs), body: 'old, in flight' }, { body: 'new' }]);
     const [target] = await forwardTargets(t.db, [ep.id]);
     // replays: deliveries with ids of their own, made now, of the old capture and of the new one
-    const replays = [old, fresh].map((c) => ({ id: newId(), organizationId: ep.organization_id, requestId: c.id, requestReceivedAt: new Date(idTime(c.id)), target, replayBatchId: null }));
+    const replays = [old, fresh].map((c) => ({ id: newId(), organizationId: ep.organization_id, requestId: c.id, requestReceivedAt: c.receivedAt, target, replayBatchId: null }));
     await insertDeliveries(t.db, replays);
     const own = async (c: { id: string }) => (await deliveries(t.db, 'request_id = $1 and id <> all($2::uuid[])', [c.id, replays.map((r) => r.id)]))[0];
     const busyOwn = await own(busy);
