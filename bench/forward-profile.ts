@@ -16,6 +16,7 @@ import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pino from 'pino';
+import { loadConfig } from '../src/config.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
@@ -53,7 +54,7 @@ async function drain(n: number, c: Counter): Promise<number> {
     transport: { destinationType: 'https', send: (d, s) => http.send(d, s), close: async () => {} },
     concurrency: CONCURRENCY,
     // as startDelivery runs it (claim-ahead, the unrecorded limit)
-    ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY }),
+    ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY, holdBytes: loadConfig({}).deliveryHoldBytes }),
     leaseMs: 60_000,
     pollMs: 5_000,
     onSettled: () => settled++,

@@ -29,6 +29,8 @@ const TREES = (process.env.BENCH_TREES ?? '').split(',').filter(Boolean).map((t)
 });
 if (TREES.length < 2) throw new Error('BENCH_TREES: at least two name:path pairs, the baseline first');
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
+/** WEIR_DELIVERY_HOLD_MB's default, as a literal: each tree's own config may not have it. */
+const DEFAULT_HOLD_BYTES = 64 * 1024 * 1024;
 const CYCLES = Number(process.env.BENCH_CYCLES ?? 12);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -74,7 +76,7 @@ async function openTree(name: string, root: string): Promise<Tree> {
       for (let done = 0; done < n; done += 500) await capture(Math.min(500, n - done));
       let settled = 0;
       // as that tree's startDelivery runs it (claim-ahead and the unrecorded limit, where the tree has them)
-      const queue = deliveryQueueFor?.(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY }) ?? { claimAhead: claimAheadFor?.(db, 60_000, 30_000) };
+      const queue = deliveryQueueFor?.(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY, holdBytes: DEFAULT_HOLD_BYTES }) ?? { claimAhead: claimAheadFor?.(db, 60_000, 30_000) };
       const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, ...queue, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
       const started = performance.now();
       const cpu = process.cpuUsage();

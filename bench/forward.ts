@@ -106,7 +106,7 @@ function worker(opts: { listen?: boolean; pollMs?: number } = {}): DeliveryWorke
     transport,
     concurrency: CONCURRENCY,
     // as startDelivery runs it (claim-ahead, the unrecorded limit)
-    ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY }),
+    ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY, holdBytes: loadConfig({}).deliveryHoldBytes }),
     leaseMs: 60_000,
     pollMs: opts.pollMs ?? 5_000,
     listen: opts.listen,

@@ -32,6 +32,7 @@ import { openPglite } from '../src/db/pglite.ts';
 import { openPostgres } from '../src/db/postgres.ts';
 import { startTableMaintenance } from '../src/db/table-maintenance.ts';
 import { claimDeliveries, releaseLeases } from '../src/delivery/claim.ts';
+import { loadConfig } from '../src/config.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
@@ -126,7 +127,7 @@ const worker = new DeliveryWorker({
   transport: { destinationType: 'https', send: (d, signal) => http.send(d, signal), close: async () => {} },
   concurrency: 32,
   // as startDelivery runs it (claim-ahead, the unrecorded limit)
-  ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32 }),
+  ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32, holdBytes: loadConfig({}).deliveryHoldBytes }),
   leaseMs: 60_000,
   pollMs: 5_000,
   onSettled: () => settled++,

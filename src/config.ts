@@ -37,6 +37,8 @@ export interface Config {
   forwardTimeoutMs: number;
   forwardConnectTimeoutMs: number;
   deliveryConcurrency: number;
+  /** Captured bodies a node holds in deliveries claimed ahead of their send slot, at most (WEIR_DELIVERY_HOLD_MB). */
+  deliveryHoldBytes: number;
   deliveryLeaseMs: number;
   deliveryPollMs: number;
   /** Prometheus metrics at /metrics (WEIR_METRICS, on unless 0; docs/operations.md). */
@@ -119,6 +121,7 @@ function deliverySettings(env: Env) {
     forwardTimeoutMs,
     forwardConnectTimeoutMs,
     deliveryConcurrency: boundedInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
+    deliveryHoldBytes: boundedInt(env, 'WEIR_DELIVERY_HOLD_MB', 64, 65_536, 0) * 1024 * 1024,
     deliveryLeaseMs,
     deliveryPollMs: boundedInt(env, 'WEIR_DELIVERY_POLL_MS', 5_000, 600_000),
   };

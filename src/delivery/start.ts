@@ -64,13 +64,17 @@ const PGLITE_CLAIM_CONCURRENCIES = 2;
  * completions both come in batches of two concurrencies. 1.08-1.15x the
  * forwards a second at 0.88x the CPU a forward, measured on 2026-11-29;
  * on PostgreSQL the same measured 0.98x, so it claims one concurrency.
+ *
+ * What is claimed ahead of a send slot also stays within `holdBytes` of
+ * captured bodies (WEIR_DELIVERY_HOLD_MB), so a backlog of large bodies
+ * is held a few at a time instead of a batch of up to 10 MiB each.
  */
 export function deliveryQueueFor(
   db: Pick<Db, 'kind'>,
-  o: { leaseMs: number; forwardTimeoutMs: number; concurrency: number },
-): { claimAhead?: { maxWaitMs: number }; batchSize?: number; unrecordedLimit: number } {
+  o: { leaseMs: number; forwardTimeoutMs: number; concurrency: number; holdBytes: number },
+): { claimAhead?: { maxWaitMs: number; holdBytes: number }; batchSize?: number; unrecordedLimit: number } {
   const maxWaitMs = o.leaseMs - o.forwardTimeoutMs - LEASE_MARGIN_MS;
-  const claimAhead = maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs } : undefined;
+  const claimAhead = maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs, holdBytes: o.holdBytes } : undefined;
   if (db.kind === 'postgres') return { claimAhead, unrecordedLimit: (1 + POSTGRES_UNRECORDED_CONCURRENCIES) * o.concurrency };
   if (!claimAhead) return { unrecordedLimit: 2 * o.concurrency };
   const batchSize = PGLITE_CLAIM_CONCURRENCIES * o.concurrency;
@@ -95,7 +99,12 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
       ...transport,
     }),
     concurrency: config.deliveryConcurrency,
-    ...deliveryQueueFor(db, { leaseMs: config.deliveryLeaseMs, forwardTimeoutMs: config.forwardTimeoutMs, concurrency: config.deliveryConcurrency }),
+    ...deliveryQueueFor(db, {
+      leaseMs: config.deliveryLeaseMs,
+      forwardTimeoutMs: config.forwardTimeoutMs,
+      concurrency: config.deliveryConcurrency,
+      holdBytes: config.deliveryHoldBytes,
+    }),
     leaseMs: config.deliveryLeaseMs,
     pollMs: config.deliveryPollMs,
     metrics: deps.metrics,

@@ -37,9 +37,13 @@ export interface WorkerOptions {
    * while the slots are busy and come in full batches. `maxWaitMs` is how
    * long a held delivery may wait for its slot and still have its whole
    * attempt inside the lease (lease minus the attempt's timeout, less a
-   * margin); past it the lease is given back instead. Off when absent.
+   * margin); past it the lease is given back instead. `holdBytes` bounds
+   * the captured bodies held: a claim takes rows beyond the free send slots
+   * only while the bodies held, and as many more as the last claim's mean
+   * body size says would fit, stay within it (unbounded when absent). Off
+   * when absent.
    */
-  claimAhead?: { maxWaitMs: number };
+  claimAhead?: { maxWaitMs: number; holdBytes?: number };
   /**
    * Deliveries claimed and not yet recorded, at most: those held (sending
    * or waiting for a send slot) and answered ones whose outcome waits for
@@ -95,7 +99,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private sending = 0;
   /** Held deliveries waiting for a send slot, first claimed first (claim-ahead only). */
   private readonly sendQueue: Array<() => void> = [];
-  /** Deliveries held at once, sending or waiting to: `concurrency`, twice that with claim-ahead. */
+  /** Deliveries held at once, sending or waiting to: `concurrency`, plus a batch with claim-ahead. */
   private readonly holdLimit: number;
   /** WorkerOptions.unrecordedLimit. */
   private readonly unrecordedLimit: number;
@@ -119,6 +123,12 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private readonly refill: number;
   /** Rows per claim at most (WorkerOptions.batchSize), and the completions' batch a lone outcome lingers for. */
   private readonly batch: number;
+  /** Free slots that make a claim worthwhile while a backlog waits and the byte budget keeps claims smaller than a batch. */
+  private readonly budgetRefill: number;
+  /** Bytes of the captured bodies the held deliveries carry. */
+  private heldBytes = 0;
+  /** Mean body size of the last claim that took rows: how many more fit the byte budget; null before the first. */
+  private meanBody: number | null = null;
 
   constructor(private readonly o: WorkerOptions) {
     super({
@@ -137,7 +147,8 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     // (with claim-ahead, while the send slots are still busy; without it,
     // half the slots).
     const half = Math.floor(o.concurrency / 2);
-    this.refill = Math.max(1, o.claimAhead ? this.batch - half : Math.min(this.batch, half));
+    this.budgetRefill = Math.max(1, Math.min(this.batch, half));
+    this.refill = o.claimAhead ? Math.max(1, this.batch - half) : this.budgetRefill;
     this.holdLimit = o.claimAhead ? o.concurrency + this.batch : o.concurrency;
     this.unrecordedLimit = Math.max(this.holdLimit, o.unrecordedLimit ?? 2 * o.concurrency);
   }
@@ -148,14 +159,13 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
 
   protected async pass(until: number): Promise<number | null> {
     let sleepUntil = until;
-    const free = this.freeSlots();
-    const want = Math.min(free, this.batch);
+    const want = this.claimWant();
     const agentIds = this.o.agentIds?.() ?? null;
     // no agent connected (or none with room): nothing this worker may claim
     if (agentIds?.length === 0) this.backlog = false;
     // With due work left behind, claim only once a batch's worth of
     // slots is free: one claim per batch, not one per finished forward.
-    else if (want >= (this.backlog ? this.refill : 1)) {
+    else if (want >= this.claimLeast(want)) {
       const claimedAt = Date.now();
       const { claimed, rescheduled, pacedBatches } = await claimDeliveries(this.o.db, {
         destinationType: this.o.transport.destinationType,
@@ -166,10 +176,12 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
         pacedBatches: this.pacedBatches,
       });
       this.pacedBatches = pacedBatches;
-      for (const d of claimed) this.launch(d, claimedAt);
+      let bytes = 0;
+      for (const d of claimed) bytes += this.launch(d, claimedAt);
+      if (claimed.length > 0) this.meanBody = Math.max(1, bytes / claimed.length);
       // a full batch means more may be due right now
       this.backlog = claimed.length + rescheduled >= want;
-      if (this.backlog && this.freeSlots() >= this.refill) return null;
+      if (this.backlog && this.roomForBacklog()) return null;
     }
     if (!this.backlog && agentIds?.length !== 0) {
       const due = await nextDueAt(this.o.db, this.o.transport.destinationType, agentIds);
@@ -181,7 +193,9 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   /** The controller deliveries share when they are not abandonable (WorkerOptions.abandonable); a new one after a stop. */
   private shared: AbortController | undefined;
 
-  private launch(d: ClaimedDelivery, claimedAt: number): void {
+  /** Starts a claimed delivery; returns the bytes of its captured body, counted as held until it ends. */
+  private launch(d: ClaimedDelivery, claimedAt: number): number {
+    const bytes = d.capture?.body.length ?? 0;
     let abort: AbortController;
     if (this.o.abandonable) abort = new AbortController();
     else {
@@ -196,9 +210,12 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       .catch((err) => this.o.logger.error({ err, delivery: d.id }, 'recording a delivery outcome failed; its lease will expire and it will be retried'))
       .finally(() => {
         this.inflight.delete(d.id);
+        this.heldBytes -= bytes;
         this.wakeForRoom();
       });
+    this.heldBytes += bytes;
     this.inflight.set(d.id, { delivery: d, abort, done });
+    return bytes;
   }
 
   /**
@@ -336,9 +353,42 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     return Math.min(this.holdLimit - this.inflight.size, this.unrecordedLimit - this.inflight.size - this.recording.size);
   }
 
+  /**
+   * Rows the next claim may take: within the free slots and a batch, and
+   * with claim-ahead, beyond the free send slots only as many as the byte
+   * budget has room for at the last claim's mean body size (none before
+   * the first claim, whose bodies are unknown).
+   */
+  private claimWant(): number {
+    const want = Math.min(this.freeSlots(), this.batch);
+    const budget = this.o.claimAhead?.holdBytes;
+    if (budget === undefined) return want;
+    const sendRoom = Math.max(0, this.o.concurrency - this.inflight.size);
+    if (sendRoom >= want) return want;
+    const ahead = this.meanBody === null ? 0 : Math.floor(Math.max(0, budget - this.heldBytes) / this.meanBody);
+    return Math.min(want, sendRoom + ahead);
+  }
+
+  /**
+   * The fewest rows worth a claim: any when no backlog waits; with one, a
+   * batch less half a concurrency, or, while the byte budget holds the
+   * claim below the free slots, half a concurrency, which finished sends
+   * always make room for (a stricter threshold would wait forever).
+   */
+  private claimLeast(want: number): number {
+    if (!this.backlog) return 1;
+    return want < Math.min(this.freeSlots(), this.batch) ? this.budgetRefill : this.refill;
+  }
+
+  /** With due work left behind: a claim is worthwhile now. */
+  private roomForBacklog(): boolean {
+    const want = this.claimWant();
+    return want >= this.claimLeast(want);
+  }
+
   /** With due work left behind, claims again once a batch's worth of slots is free. */
   private wakeForRoom(): void {
-    if (this.backlog && this.freeSlots() >= this.refill) this.wake();
+    if (this.backlog && this.roomForBacklog()) this.wake();
   }
 
   /**

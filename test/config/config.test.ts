@@ -61,6 +61,8 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: '9100', WEIR_INGEST_PORT: '9100' }, /must differ from WEIR_INGEST_PORT/],
   ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: '9100', WEIR_METRICS: '0' }, /WEIR_METRICS=0/],
   ['WEIR_SSE_HEARTBEAT_MS', { WEIR_SSE_HEARTBEAT_MS: '10' }, /integer 100-300000/],
+  ['WEIR_DELIVERY_HOLD_MB', { WEIR_DELIVERY_HOLD_MB: '1.5' }, /integer 0-65536/],
+  ['WEIR_DELIVERY_HOLD_MB', { WEIR_DELIVERY_HOLD_MB: '65537' }, /integer 0-65536/],
 ];
 
 describe('loadConfig', () => {
@@ -145,6 +147,12 @@ describe('loadConfig', () => {
     assert.equal(c.metricsPort, undefined, 'on the API listener unless WEIR_METRICS_PORT is set');
     assert.equal(loadConfig({ WEIR_METRICS_PORT: '9100' }).metricsPort, 9100);
     assert.equal(loadConfig({ WEIR_METRICS_PORT: '0' }).metricsPort, 0, '0: a free port');
+  });
+
+  it('bounds the bodies claimed ahead of a send slot to 64 MiB unless asked; 0 holds none ahead', () => {
+    assert.equal(loadConfig({}).deliveryHoldBytes, 64 * 1024 * 1024);
+    assert.equal(loadConfig({ WEIR_DELIVERY_HOLD_MB: '512' }).deliveryHoldBytes, 512 * 1024 * 1024);
+    assert.equal(loadConfig({ WEIR_DELIVERY_HOLD_MB: '0' }).deliveryHoldBytes, 0);
   });
 
   it('treats an empty variable as unset', () => {

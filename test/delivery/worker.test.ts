@@ -197,10 +197,64 @@ describe('delivery worker', () => {
       assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set([...first, ...rest].map((c) => c.id)));
     });
 
+    /**
+     * A worker of concurrency 2 and batches of 4, both send slots held by
+     * the receiver, and 8 more captures of `kib` KiB each arriving behind
+     * them: how many it holds once it stops claiming. Then everything is
+     * let through, and each capture must arrive once, with no safety poll
+     * before the test's timeout (a stalled claim would wait for it).
+     */
+    async function heldBehindBusySlots(o: { kib: number; holdBytes: number }) {
+      const { gate, open } = gated();
+      const rx = await startReceiver({ reply: () => ({ until: gate }) });
+      t.receivers.push(rx);
+      const ep = await orgWithEndpoint(t.db, rx.url);
+      const body = (i: number) => `c${i}`.padEnd(o.kib * 1024, '.');
+      await insertCaptures(t.db, ep, [{ body: body(0) }, { body: body(1) }]);
+      t.worker = await startTestWorker(t.db, { concurrency: 2, batchSize: 4, pollMs: 3_600_000, claimAhead: { maxWaitMs: 60_000, holdBytes: o.holdBytes } });
+      await rx.waitFor(2);
+      await insertCaptures(t.db, ep, Array.from({ length: 8 }, (_, i) => ({ body: body(i + 2) })));
+      let held = 0;
+      // settles once the worker holds the same number for 300 ms
+      for (let last = -1; held !== last; await new Promise((r) => setTimeout(r, 300))) [last, held] = [held, t.worker.inFlightDeliveries().length];
+      const sent = rx.received.length;
+      open();
+      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 10 || undefined, 'all ten delivered');
+      // two sends at a time may arrive in either order: each once is what holds
+      const arrived = rx.received.map((r) => Number(r.body.toString().split('.')[0].slice(1)));
+      assert.deepEqual(arrived.sort((a, b) => a - b), [...Array(10).keys()], 'each once');
+      return { held, sent };
+    }
+
+    it('holds no more captured bodies ahead of its send slots than the byte budget has room for at the last claim\'s mean body size', async () => {
+      // 2 KiB bodies, a 7 KiB budget: the two being sent hold 4 KiB, so one more fits, not a batch
+      const { held, sent } = await heldBehindBusySlots({ kib: 2, holdBytes: 7 * 1024 });
+      assert.equal(sent, 2, 'no more sends than the concurrency');
+      assert.equal(held, 3, 'the two being sent and one more within the budget');
+    });
+
+    it('holds none ahead when the bodies being sent already fill the budget, and claims as the send slots free up', async () => {
+      const { held } = await heldBehindBusySlots({ kib: 4, holdBytes: 4 * 1024 });
+      assert.equal(held, 2, 'only the two being sent');
+    });
+
+    it('with a budget of 0 holds only what it sends, and still drains a backlog a claim at a time as send slots free up', async () => {
+      // a backlog's usual threshold (a batch less half a concurrency, 3) is more than the two slots
+      // a budget of 0 ever leaves a claim: it would wait for the safety poll, an hour away
+      const { held } = await heldBehindBusySlots({ kib: 1, holdBytes: 0 });
+      assert.equal(held, 2);
+    });
+
+    it('holds a whole batch ahead when the bodies are small beside the budget', async () => {
+      const { held } = await heldBehindBusySlots({ kib: 1, holdBytes: 1 << 20 });
+      assert.equal(held, 6, 'three concurrencies, as without a budget');
+    });
+
     it('is sized per database: on PGlite a claim takes two concurrencies, on PostgreSQL one; none without room in the lease', () => {
-      const o = { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32 };
-      assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, o), { claimAhead: { maxWaitMs: 28_000 }, batchSize: 64, unrecordedLimit: 160 });
-      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead: { maxWaitMs: 28_000 }, unrecordedLimit: 160 });
+      const o = { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32, holdBytes: 1 << 26 };
+      const claimAhead = { maxWaitMs: 28_000, holdBytes: 1 << 26 };
+      assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, o), { claimAhead, batchSize: 64, unrecordedLimit: 160 });
+      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead, unrecordedLimit: 160 });
       // a lease leaving less than 5 s to wait: sends as they are claimed, a batch of one concurrency
       const short = { ...o, leaseMs: 36_000 };
       assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, short), { unrecordedLimit: 64 });
