@@ -118,7 +118,7 @@ export async function startWeir(config: Config, logger = createLogger(config), o
     started.push(() => subscriptions.stop());
     // agents dial this listener; their deliveries are claimed by the node holding their socket (src/agents/gateway.ts)
     const agents = new AgentGateway({ db, config, logger: logger.child({ component: 'agents' }), node: nodeName(), metrics: metrics?.delivery, loopMetrics: metrics?.loops });
-    metrics?.observe({ agentConnections: () => agents.connected });
+    metrics?.observe({ agentConnections: () => agents.connected, deliveriesHeld: () => delivery.worker.held() });
     await agents.start(app.server);
     started.push(() => agents.stop());
     urls.publicUrl ||= `http://${urlHost(config.host)}:${apiPort}`;

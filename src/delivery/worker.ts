@@ -407,6 +407,11 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     return n;
   }
 
+  /** How many deliveries this worker holds right now (sending or waiting for a send slot), and their captured bodies' bytes. */
+  held(): { deliveries: number; bytes: number } {
+    return { deliveries: this.inflight.size, bytes: this.heldBytes };
+  }
+
   /** The deliveries this worker holds right now. */
   inFlightDeliveries(): ClaimedDelivery[] {
     return [...this.inflight.values()].map((f) => f.delivery);

@@ -30,6 +30,8 @@ export interface DeliveryMetrics {
 export interface MetricSources {
   db?: Db;
   agentConnections?: () => number;
+  /** The HTTPS delivery worker's held deliveries (being sent or waiting for a send slot) and their captured bodies' bytes. */
+  deliveriesHeld?: () => { deliveries: number; bytes: number };
   poolStats?: () => { total: number; idle: number; waiting: number } | undefined;
 }
 
@@ -162,6 +164,22 @@ export class WeirMetrics {
       },
     });
 
+    new Gauge({
+      name: 'weir_delivery_held',
+      help: 'Deliveries this node holds leased for HTTPS forwards: being sent, or claimed ahead and waiting for a send slot.',
+      registers: [r],
+      collect() {
+        this.set(sources.deliveriesHeld?.().deliveries ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'weir_delivery_held_bytes',
+      help: 'Bytes of the captured bodies those deliveries carry (claims ahead stay within WEIR_DELIVERY_HOLD_MB).',
+      registers: [r],
+      collect() {
+        this.set(sources.deliveriesHeld?.().bytes ?? 0);
+      },
+    });
     new Gauge({
       name: 'weir_agent_connections',
       help: 'Agents connected to this node.',

@@ -218,6 +218,7 @@ describe('delivery worker', () => {
       // settles once the worker holds the same number for 300 ms
       for (let last = -1; held !== last; await new Promise((r) => setTimeout(r, 300))) [last, held] = [held, t.worker.inFlightDeliveries().length];
       const sent = rx.received.length;
+      assert.deepEqual(t.worker.held(), { deliveries: held, bytes: held * o.kib * 1024 }, 'the held bodies\' bytes, as the metrics report them');
       open();
       await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 10 || undefined, 'all ten delivered');
       // two sends at a time may arrive in either order: each once is what holds

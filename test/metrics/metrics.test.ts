@@ -95,6 +95,9 @@ describe('Prometheus metrics of a running Weir', () => {
     assert.equal(m.get('weir_delivery_queue_depth'), 0);
     assert.equal(m.get('weir_delivery_oldest_due_seconds'), 0);
     assert.equal(m.get('weir_agent_connections'), 0);
+    // all three forwards answered: nothing held, no body bytes
+    assert.equal(m.get('weir_delivery_held'), 0);
+    assert.equal(m.get('weir_delivery_held_bytes'), 0);
     assert.ok(m.has('process_cpu_user_seconds_total'), 'the default Node process metrics');
     assert.ok(m.has('nodejs_eventloop_lag_seconds'));
     if (store.env.DATABASE_URL) {
@@ -119,5 +122,22 @@ describe('Prometheus metrics of a running Weir', () => {
       return samples.get('weir_delivery_attempts_total{outcome="pending",destination_type="https"}') === 1 ? samples : undefined;
     }, 'the failed attempt counted as pending a retry');
     assert.equal(m.get('weir_delivery_queue_depth'), 1);
+  });
+
+  it('reports the deliveries this node holds and their bodies\' bytes while a forward waits for its answer', async () => {
+    const key = weir.bootstrapKey!;
+    const slow = await startReceiver({ reply: () => 'hang' });
+    try {
+      const ep = await http(weir.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'held', forward_url: `${slow.url}/in` } });
+      assert.equal(await capture(weir, ep.json.data.slug, '{"held":"' + 'x'.repeat(90) + '"}'), 200);
+      await slow.waitFor(1);
+      const m = await waitUntil(async () => {
+        const samples = parse((await scrape(weir)).text);
+        return samples.get('weir_delivery_held') === 1 ? samples : undefined;
+      }, 'the hanging forward counted as held');
+      assert.equal(m.get('weir_delivery_held_bytes'), 101);
+    } finally {
+      await slow.close();
+    }
   });
 });
