@@ -29,6 +29,12 @@
  * transformation rewrites headers and the JSON body ÷ the same destination
  * without one, alternating in the same run, and the sandbox's cold start
  * and cost a call (docs/transformations.md).
+ * BENCH_STEPS=1 also prints, for (c) with NOTIFY, when each step of a
+ * forward happened, as the median over the webhooks of its time since the
+ * webhook's scheduled POST: the capture statement sent and answered, the
+ * POST acknowledged, the NOTIFY heard, the claim sent and answered, the
+ * forward handed to the transport (docs/forwarding.md, "Where a quiet
+ * forward's time goes").
  */
 import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -36,6 +42,7 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import pino from 'pino';
 import { Agent } from 'undici';
 import { loadConfig } from '../src/config.ts';
+import type { Db } from '../src/db/db.ts';
 import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
 import { deliveryQueueFor } from '../src/delivery/start.ts';
@@ -59,6 +66,20 @@ const PARTS = process.env.BENCH_PARTS ?? 'abc';
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number, d = 0) => n.toFixed(d);
+
+/** BENCH_STEPS: when each step of a quiet forward happened (epoch ms), in the order they happen. */
+const STEPS = process.env.BENCH_STEPS === '1';
+const steps: Record<string, number[]> = { 'POST sent': [], 'capture statement sent': [], 'capture statement answered': [], 'POST acknowledged': [], 'NOTIFY heard': [], 'claim sent': [], 'claim answered': [], 'handed to the transport': [] };
+const step = (name: keyof typeof steps) => STEPS && steps[name].push(now());
+/** Runs `run`, marking when it was sent and answered. */
+async function stepped<T>(sent: string, answered: string, run: () => Promise<T>): Promise<T> {
+  step(sent);
+  try {
+    return await run();
+  } finally {
+    step(answered);
+  }
+}
 
 function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
@@ -92,12 +113,26 @@ async function capture(n: number, into: { id: string } = endpoint): Promise<stri
 // One transport for every run (a worker's stop() would close it): its
 // connections stay warm between rounds, as the direct baseline's do.
 const http = new HttpTransport({ allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
-const transport: Transport = { destinationType: 'https', send: (d, signal) => http.send(d, signal), close: async () => {} };
+const transport: Transport = { destinationType: 'https', send: (d, signal) => (step('handed to the transport'), http.send(d, signal)), close: async () => {} };
 
 let settled = 0;
 // The worker's statements are counted; the bench's own (captures, reports) are not.
 const statements: Counter = { statements: 0 };
-const workerDb = counted(db, statements);
+const countedDb = counted(db, statements);
+const workerDb: Db = !STEPS
+  ? countedDb
+  : {
+      ...countedDb,
+      // the claim runs with its planner settings (claim.ts)
+      withSettings: (settings, fn) =>
+        countedDb.withSettings(settings, (q) =>
+          fn({
+            ...q,
+            query: (text, params, opts) => (opts?.name?.startsWith('weir_claim') ? stepped('claim sent', 'claim answered', () => q.query(text, params, opts)) : q.query(text, params, opts)),
+          }),
+        ),
+      listen: (channel, onNotify, onReconnect) => countedDb.listen(channel, (payload) => (step('NOTIFY heard'), onNotify(payload)), onReconnect),
+    };
 function worker(opts: { listen?: boolean; pollMs?: number } = {}): DeliveryWorker {
   return new DeliveryWorker({
     db: workerDb,
@@ -268,13 +303,17 @@ if (PARTS.includes('b')) {
 // --- (c) latency: NOTIFY versus polling alone ---------------------------------
 // Through the real ingest listener: each webhook is POSTed to /h/{slug} at
 // its scheduled time and timed from then to its arrival at the destination.
-const ingest = await startIngest({ db, config: loadConfig({ WEIR_LOG_LEVEL: 'warn' }), logger: pino({ level: 'warn' }) }, 0);
+// with BENCH_STEPS the ingest listener's one statement, the capture group's, is marked
+const ingestDb: Db = STEPS ? { ...db, query: (text, params, opts) => stepped('capture statement sent', 'capture statement answered', () => db.query(text, params, opts)) } : db;
+const ingest = await startIngest({ db: ingestDb, config: loadConfig({ WEIR_LOG_LEVEL: 'warn' }), logger: pino({ level: 'warn' }) }, 0);
 const ingestClient = new Agent();
 const ingestPath = `/h/${endpoint.slug}`;
 
 async function post(): Promise<string> {
+  step('POST sent');
   const res = await ingestClient.request({ origin: `http://127.0.0.1:${ingest.port}`, path: ingestPath, method: 'POST', headers: HEADERS.flat(), body: BODY });
   const answer = (await res.body.json()) as { request_id: string };
+  step('POST acknowledged');
   if (res.statusCode !== 200) throw new Error(`ingest answered ${res.statusCode}`);
   return answer.request_id;
 }
@@ -302,6 +341,14 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
   await w.stop();
   const got = await arrivals();
   const lat = [...scheduled].map(([id, at]) => (got.get(id) ?? NaN) - at).filter((x) => !Number.isNaN(x));
+  if (STEPS && opts.listen) {
+    // each step's first mark from 5 ms before the webhook's scheduled POST on (its timer may fire a
+    // little early by this clock; webhooks are 50 ms apart, far more than a forward takes)
+    const since = (marks: number[]) => [...scheduled.values()].map((at) => (marks.find((t) => t >= at - 5) ?? NaN) - at).filter((x) => !Number.isNaN(x));
+    for (const [name, marks] of Object.entries(steps)) console.log(`  ${name}: p50 ${fmt(percentile(since(marks), 50), 2)} ms after the POST`);
+    console.log(`  arrived: p50 ${fmt(percentile(lat, 50), 2)} ms after the POST`);
+  }
+  for (const marks of Object.values(steps)) marks.length = 0;
   console.log(`(${part}) ingest-to-destination latency, ${label}, ${rate}/s for ${SECONDS} s (${lat.length} webhooks): p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms; ${fmt(perForward, 2)} statements a forward`);
 }
 
