@@ -37,7 +37,7 @@ export interface Config {
   forwardTimeoutMs: number;
   forwardConnectTimeoutMs: number;
   deliveryConcurrency: number;
-  /** Captured bodies a node holds in deliveries claimed ahead of their send slot, at most (WEIR_DELIVERY_HOLD_MB). */
+  /** Bytes of captured bodies in held deliveries past which a node claims nothing ahead of its free send slots (WEIR_DELIVERY_HOLD_MB). */
   deliveryHoldBytes: number;
   deliveryLeaseMs: number;
   deliveryPollMs: number;
