@@ -49,18 +49,20 @@ interface Tree {
 async function openTree(name: string, root: string): Promise<Tree> {
   const from = (path: string) => import(`${root}/${path}`);
   const pino = createRequire(`${root}/package.json`)('pino');
-  const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }, { claimAheadFor, deliveryQueueFor }] =
+  const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }, { claimAheadFor, deliveryQueueFor, forwardTransport }, { loadConfig }] =
     await Promise.all(
       [
         'src/db/ids.ts', 'src/delivery/http-transport.ts', 'src/delivery/worker.ts', 'src/ingest/store.ts', 'src/orgs/organizations.ts', 'src/requests/capture-ids.ts',
         'src/db/migrate.ts', 'src/db/pglite.ts', 'src/db/postgres.ts', 'test/helpers/db.ts', 'test/helpers/fixtures.ts', 'test/helpers/https.ts',
-        'src/delivery/start.ts',
+        'src/delivery/start.ts', 'src/config.ts',
       ].map(from),
     );
   const { db, drop } = await openBenchDbWith({ migrate, openPglite, openPostgres, createFreshDatabase });
   const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
   const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
-  const http = new HttpTransport({ allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
+  // the transport startDelivery gives this database (a thread of its own on PGlite since 2026-12-01; WEIR_FORWARD_THREAD), else the tree's HttpTransport
+  const httpOpts = { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca };
+  const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD ?? 'auto' }), httpOpts) : new HttpTransport(httpOpts);
   const transport = { destinationType: 'https', send: (d: unknown, signal: AbortSignal) => http.send(d, signal), close: async () => {} };
   async function capture(n: number): Promise<void> {
     const caps = Array.from({ length: n }, () => {

@@ -23,6 +23,8 @@
  * post (this process, plus on PostgreSQL the server backends of this
  * database) and statements per forward (every statement the worker sends
  * through the Db interface, see forward-measure.ts).
+ * The HTTPS transport is the one startDelivery gives the database: on
+ * PGlite a thread of its own, unless WEIR_FORWARD_THREAD=off (or on).
  * Env: BENCH_FORWARDS (default 3000), BENCH_SECONDS (default 10),
  * BENCH_ROUNDS (rounds of (a), default 3, the median is the figure).
  * BENCH_TRANSFORM=1 adds (t): forwards through a forward destination whose
@@ -43,9 +45,9 @@ import pino from 'pino';
 import { Agent } from 'undici';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/db.ts';
-import { HttpTransport } from '../src/delivery/http-transport.ts';
 import type { Transport } from '../src/delivery/transport.ts';
-import { deliveryQueueFor } from '../src/delivery/start.ts';
+import { deliveryQueueFor, forwardTransport } from '../src/delivery/start.ts';
+import { ThreadedHttpTransport } from '../src/delivery/thread-transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
@@ -112,7 +114,8 @@ async function capture(n: number, into: { id: string } = endpoint): Promise<stri
 
 // One transport for every run (a worker's stop() would close it): its
 // connections stay warm between rounds, as the direct baseline's do.
-const http = new HttpTransport({ allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
+// The transport startDelivery gives this database: on PGlite a thread of its own unless WEIR_FORWARD_THREAD=off.
+const http = forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD ?? 'auto' }), { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
 const transport: Transport = { destinationType: 'https', send: (d, signal) => (step('handed to the transport'), http.send(d, signal)), close: async () => {} };
 
 let settled = 0;
@@ -199,7 +202,7 @@ async function throughWeir(n: number, into: { id: string } = endpoint): Promise<
   return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n };
 }
 
-console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, HTTPS transport ${http instanceof ThreadedHttpTransport ? 'on a thread of its own' : 'on the main thread'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 // Warm-up (connections, JIT), then alternating rounds so both sides see the
 // same machine conditions; the median ratio is the figure.
 await direct(3000);

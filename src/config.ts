@@ -41,6 +41,8 @@ export interface Config {
   deliveryHoldBytes: number;
   deliveryLeaseMs: number;
   deliveryPollMs: number;
+  /** Where HTTPS forwards are sent from (WEIR_FORWARD_THREAD; src/delivery/thread-transport.ts): auto is a thread of their own on PGlite. */
+  forwardThread: 'auto' | 'on' | 'off';
   /** Prometheus metrics at /metrics (WEIR_METRICS, on unless 0; docs/operations.md). */
   metrics: boolean;
   /** Bearer token /metrics requires when set (WEIR_METRICS_TOKEN). */
@@ -117,9 +119,14 @@ function deliverySettings(env: Env) {
   if (deliveryLeaseMs < forwardTimeoutMs + 2_000) {
     throw new ConfigError('WEIR_DELIVERY_LEASE_MS', `must be at least WEIR_FORWARD_TIMEOUT_MS + 2000 (${forwardTimeoutMs + 2_000}), got "${deliveryLeaseMs}"`);
   }
+  const forwardThread = str(env, 'WEIR_FORWARD_THREAD') ?? 'auto';
+  if (forwardThread !== 'auto' && forwardThread !== 'on' && forwardThread !== 'off') {
+    throw new ConfigError('WEIR_FORWARD_THREAD', `must be auto, on or off, got "${forwardThread}"`);
+  }
   return {
     forwardTimeoutMs,
     forwardConnectTimeoutMs,
+    forwardThread: forwardThread as Config['forwardThread'],
     deliveryConcurrency: boundedInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
     deliveryHoldBytes: boundedInt(env, 'WEIR_DELIVERY_HOLD_MB', 64, 65_536, 0) * 1024 * 1024,
     deliveryLeaseMs,

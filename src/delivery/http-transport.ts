@@ -5,7 +5,7 @@ import { Agent, buildConnector, util } from 'undici';
 import { buildForwardRequest } from './forward-request.ts';
 import { isSuccess, parseRetryAfter, type ErrorClass } from './retry-policy.ts';
 import { addressAllowed, resolveChecked, SsrfRefusedError, systemResolver, type Resolver } from './ssrf.ts';
-import type { AttemptResult, ClaimedDelivery, Transport } from './transport.ts';
+import type { AttemptResult, Sendable, Transport } from './transport.ts';
 
 /** How much of a destination's answer is read and stored; the rest is not read at all. */
 export const RESPONSE_BODY_CAP = 64 * 1024;
@@ -75,7 +75,7 @@ export class HttpTransport implements Transport {
     });
   }
 
-  async send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<AttemptResult> {
+  async send(delivery: Sendable, signal: AbortSignal): Promise<AttemptResult> {
     const startedAt = new Date();
     const t0 = performance.now();
     const done = (r: Omit<AttemptResult, 'startedAt' | 'durationMs' | 'url'>, url: string | null): AttemptResult => ({

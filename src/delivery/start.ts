@@ -7,6 +7,8 @@ import type { Db } from '../db/db.ts';
 import type { DeliveryMetrics } from '../metrics/metrics.ts';
 import { longestRetentionDays } from '../requests/retention.ts';
 import { HttpTransport, type HttpTransportOptions } from './http-transport.ts';
+import { ThreadedHttpTransport } from './thread-transport.ts';
+import type { Transport } from './transport.ts';
 import { sweepDeliveries } from './retention.ts';
 import { DeliveryWorker } from './worker.ts';
 import { limitsOf } from '../transformations/sandbox.ts';
@@ -82,6 +84,21 @@ export function deliveryQueueFor(
 }
 
 /**
+ * This node's HTTPS transport: on a thread of its own with
+ * WEIR_FORWARD_THREAD=on, and with auto on PGlite, whose database runs on
+ * the main thread (1.1-1.3x the forwards a second there; on PostgreSQL,
+ * whose database runs in processes of its own, measured 0.9-1.2x:
+ * docs/forwarding.md). A test that injects a resolver (a function, which
+ * cannot cross to a thread) gets the transport in this thread.
+ */
+export function forwardTransport(db: Pick<Db, 'kind'>, config: Pick<Config, 'forwardThread'>, opts: HttpTransportOptions): Transport {
+  const threaded = config.forwardThread === 'on' || (config.forwardThread === 'auto' && db.kind === 'pglite');
+  if (!threaded || opts.resolver) return new HttpTransport(opts);
+  const { resolver: _, ...crossing } = opts;
+  return new ThreadedHttpTransport(crossing);
+}
+
+/**
  * Starts this node's HTTPS delivery worker. `transport` lets in-process
  * tests trust their test CA or resolve test names; a running Weir trusts
  * extra CAs through NODE_EXTRA_CA_CERTS.
@@ -92,7 +109,7 @@ export async function startDelivery(deps: DeliveryDeps, transport: Partial<HttpT
     db,
     logger: logger.child({ component: 'delivery' }),
     node: nodeName(),
-    transport: new HttpTransport({
+    transport: forwardTransport(db, config, {
       allowPrivate: config.allowPrivateDestinations,
       connectTimeoutMs: config.forwardConnectTimeoutMs,
       timeoutMs: config.forwardTimeoutMs,

@@ -41,6 +41,9 @@ export interface ClaimedDelivery {
   requestReceivedAt?: Date | null;
 }
 
+/** What the HTTPS transport reads of a delivery: the capture, where it goes and with which method. */
+export type Sendable = Pick<ClaimedDelivery, 'capture' | 'url' | 'methodOverride'>;
+
 /** What one attempt produced, as recorded in delivery_attempts. */
 export interface AttemptResult extends AttemptOutcome {
   startedAt: Date;

@@ -53,6 +53,7 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_CAPTURE_BATCH_MS', { WEIR_CAPTURE_BATCH_MS: '-1' }, /integer 0-1000/],
   ['WEIR_PGLITE_FSYNC', { WEIR_PGLITE_FSYNC: 'yes' }, /1 or 0/],
   ['WEIR_DB_MAINTENANCE', { WEIR_DB_MAINTENANCE: 'sometimes' }, /auto, all or off/],
+  ['WEIR_FORWARD_THREAD', { WEIR_FORWARD_THREAD: 'yes' }, /auto, on or off/],
   ['WEIR_METRICS', { WEIR_METRICS: 'off' }, /1 or 0/],
   ['WEIR_METRICS_TOKEN', { WEIR_METRICS_TOKEN: 'short' }, /at least 16/],
   ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: 'nine' }, /port number 0-65535/],
@@ -137,6 +138,9 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({}).dbMaintenance, 'auto');
     assert.equal(loadConfig({ WEIR_DB_MAINTENANCE: 'all' }).dbMaintenance, 'all');
     assert.equal(loadConfig({ WEIR_DB_MAINTENANCE: 'off' }).dbMaintenance, 'off');
+    assert.equal(loadConfig({}).forwardThread, 'auto');
+    assert.equal(loadConfig({ WEIR_FORWARD_THREAD: 'on' }).forwardThread, 'on');
+    assert.equal(loadConfig({ WEIR_FORWARD_THREAD: 'off' }).forwardThread, 'off');
   });
 
   it('has metrics on and open, and 15 s live-tail heartbeats, unless asked', () => {

@@ -1,0 +1,155 @@
+/**
+ * What ThreadedHttpTransport (thread-transport.ts) and its forwarding
+ * thread (http-thread.ts) send each other. Requests go in batches, one
+ * message a turn of the main thread's event loop: each request's fields
+ * in a flat array, and every body of the batch in one buffer that is
+ * transferred, not copied again. Results come back the same way, flat.
+ * A message's cost is mostly per object cloned, so neither side sends an
+ * object a request.
+ */
+import type { ErrorClass } from './retry-policy.ts';
+import type { AttemptResult, Sendable } from './transport.ts';
+
+export type ToThread =
+  | { type: 'send'; jobs: unknown[]; bodies: ArrayBuffer }
+  /** Aborts every send under the main thread's signal number `signal`, those still to come included. */
+  | { type: 'abort'; signal: number }
+  | { type: 'close' };
+
+/** Fields a request in `jobs`: n, signal, url, methodOverride, capture id (null: no capture), method, path, query, headers, verification, body length. */
+const JOB_FIELDS = 11;
+/** Fields a result: n, startedAt (epoch ms), durationMs, url, statusCode, errorClass, errorMessage, retryAfterSeconds, responseHeaders, responseBody, responseTruncated. */
+const RESULT_FIELDS = 11;
+
+/** A batch of requests being gathered on the main thread. */
+export class JobBatch {
+  private readonly jobs: unknown[] = [];
+  private readonly bodies: Buffer[] = [];
+  private bytes = 0;
+
+  get size(): number {
+    return this.jobs.length / JOB_FIELDS;
+  }
+
+  add(n: number, signal: number, d: Sendable): void {
+    const c = d.capture;
+    this.jobs.push(n, signal, d.url, d.methodOverride, c ? c.id : null, c?.method, c?.path, c?.query, c?.headers, c?.verification ?? null, c ? c.body.length : 0);
+    if (c && c.body.length > 0) {
+      this.bodies.push(c.body);
+      this.bytes += c.body.length;
+    }
+  }
+
+  /** The message, its bodies copied once into a buffer of their own (transferred with it). */
+  message(): { message: ToThread; transfer: ArrayBuffer[] } {
+    const all = new Uint8Array(this.bytes);
+    let at = 0;
+    for (const b of this.bodies) {
+      all.set(b, at);
+      at += b.length;
+    }
+    return { message: { type: 'send', jobs: this.jobs, bodies: all.buffer }, transfer: [all.buffer] };
+  }
+}
+
+export interface Job {
+  n: number;
+  signal: number;
+  delivery: Sendable;
+}
+
+/** The requests of a 'send' message; each body a view of the message's buffer. */
+export function readJobs(m: Extract<ToThread, { type: 'send' }>): Job[] {
+  const { jobs, bodies } = m;
+  const out: Job[] = [];
+  let at = 0;
+  for (let i = 0; i < jobs.length; i += JOB_FIELDS) {
+    const length = jobs[i + 10] as number;
+    const body = Buffer.from(bodies, at, length);
+    at += length;
+    const id = jobs[i + 4] as string | null;
+    out.push({
+      n: jobs[i] as number,
+      signal: jobs[i + 1] as number,
+      delivery: {
+        url: jobs[i + 2] as string | null,
+        methodOverride: jobs[i + 3] as string | null,
+        capture:
+          id === null
+            ? null
+            : {
+                id,
+                method: jobs[i + 5] as string,
+                path: jobs[i + 6] as string,
+                query: jobs[i + 7] as string,
+                headers: jobs[i + 8] as Array<[string, string]>,
+                body,
+                verification: jobs[i + 9] as 'verified' | 'failed' | null,
+              },
+      },
+    });
+  }
+  return out;
+}
+
+/** A batch of results being gathered on the thread: like JobBatch, the answers' bodies in one transferred buffer. */
+export class ResultBatch {
+  private readonly results: unknown[] = [];
+  private readonly bodies: Buffer[] = [];
+  private bytes = 0;
+
+  get size(): number {
+    return this.results.length / RESULT_FIELDS;
+  }
+
+  /**
+   * Request `n`'s result. Its body is copied into the batch's buffer: an
+   * answer's body is a view of undici's read buffer, and a view sent as it
+   * is would take its whole buffer along.
+   */
+  add(n: number, r: AttemptResult): void {
+    const body = r.responseBody;
+    this.results.push(n, r.startedAt.getTime(), r.durationMs, r.url, r.statusCode, r.errorClass, r.errorMessage, r.retryAfterSeconds, r.responseHeaders, body ? body.length : -1, r.responseTruncated);
+    if (body && body.length > 0) {
+      this.bodies.push(body);
+      this.bytes += body.length;
+    }
+  }
+
+  message(): { message: FromThread; transfer: ArrayBuffer[] } {
+    const all = new Uint8Array(this.bytes);
+    let at = 0;
+    for (const b of this.bodies) {
+      all.set(b, at);
+      at += b.length;
+    }
+    return { message: { results: this.results, bodies: all.buffer }, transfer: [all.buffer] };
+  }
+}
+
+export interface FromThread {
+  results: unknown[];
+  bodies: ArrayBuffer;
+}
+
+/** Each result of a batch with the number of its request (the main thread's side); each body a view of the message's buffer. */
+export function readResults(m: FromThread, each: (n: number, r: AttemptResult) => void): void {
+  const { results: x, bodies } = m;
+  let at = 0;
+  for (let i = 0; i < x.length; i += RESULT_FIELDS) {
+    const r: AttemptResult = { startedAt: new Date(x[i + 1] as number), durationMs: x[i + 2] as number, url: x[i + 3] as string | null };
+    // only the fields the attempt had, as HttpTransport.send returns them
+    if (x[i + 4] !== undefined) r.statusCode = x[i + 4] as number;
+    if (x[i + 5] !== undefined) r.errorClass = x[i + 5] as ErrorClass;
+    if (x[i + 6] !== undefined) r.errorMessage = x[i + 6] as string;
+    if (x[i + 7] !== undefined) r.retryAfterSeconds = x[i + 7] as number;
+    if (x[i + 8] !== undefined) r.responseHeaders = x[i + 8] as Array<[string, string]>;
+    const length = x[i + 9] as number;
+    if (length >= 0) {
+      r.responseBody = Buffer.from(bodies, at, length);
+      at += length;
+    }
+    if (x[i + 10] !== undefined) r.responseTruncated = x[i + 10] as boolean;
+    each(x[i] as number, r);
+  }
+}
