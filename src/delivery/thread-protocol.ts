@@ -18,37 +18,57 @@ export type ToThread =
 
 /** Fields a request in `jobs`: n, signal, url, methodOverride, capture id (null: no capture), method, path, query, headers, verification, body length. */
 const JOB_FIELDS = 11;
-/** Fields a result: n, startedAt (epoch ms), durationMs, url, statusCode, errorClass, errorMessage, retryAfterSeconds, responseHeaders, responseBody, responseTruncated. */
+/** Fields a result: n, startedAt (epoch ms), durationMs, url, statusCode, errorClass, errorMessage, retryAfterSeconds, responseHeaders, the response body's length (-1: none; the bytes are in the bodies buffer), responseTruncated. */
 const RESULT_FIELDS = 11;
+
+/** The bodies of a batch, copied once, in order, into one buffer that is transferred with its message. */
+class Bodies {
+  private readonly parts: Buffer[] = [];
+  private bytes = 0;
+
+  add(body: Buffer): void {
+    if (body.length === 0) return;
+    this.parts.push(body);
+    this.bytes += body.length;
+  }
+
+  pack(): ArrayBuffer {
+    const all = new Uint8Array(this.bytes);
+    let at = 0;
+    for (const b of this.parts) {
+      all.set(b, at);
+      at += b.length;
+    }
+    return all.buffer;
+  }
+}
+
+/** Reads a message's bodies back, in the order they were added: each a view of its buffer, no copy. */
+class BodyReader {
+  private at = 0;
+  constructor(private readonly buffer: ArrayBuffer) {}
+
+  next(length: number): Buffer {
+    const b = Buffer.from(this.buffer, this.at, length);
+    this.at += length;
+    return b;
+  }
+}
 
 /** A batch of requests being gathered on the main thread. */
 export class JobBatch {
   private readonly jobs: unknown[] = [];
-  private readonly bodies: Buffer[] = [];
-  private bytes = 0;
-
-  get size(): number {
-    return this.jobs.length / JOB_FIELDS;
-  }
+  private readonly bodies = new Bodies();
 
   add(n: number, signal: number, d: Sendable): void {
     const c = d.capture;
     this.jobs.push(n, signal, d.url, d.methodOverride, c ? c.id : null, c?.method, c?.path, c?.query, c?.headers, c?.verification ?? null, c ? c.body.length : 0);
-    if (c && c.body.length > 0) {
-      this.bodies.push(c.body);
-      this.bytes += c.body.length;
-    }
+    if (c) this.bodies.add(c.body);
   }
 
-  /** The message, its bodies copied once into a buffer of their own (transferred with it). */
   message(): { message: ToThread; transfer: ArrayBuffer[] } {
-    const all = new Uint8Array(this.bytes);
-    let at = 0;
-    for (const b of this.bodies) {
-      all.set(b, at);
-      at += b.length;
-    }
-    return { message: { type: 'send', jobs: this.jobs, bodies: all.buffer }, transfer: [all.buffer] };
+    const bodies = this.bodies.pack();
+    return { message: { type: 'send', jobs: this.jobs, bodies }, transfer: [bodies] };
   }
 }
 
@@ -60,13 +80,11 @@ export interface Job {
 
 /** The requests of a 'send' message; each body a view of the message's buffer. */
 export function readJobs(m: Extract<ToThread, { type: 'send' }>): Job[] {
-  const { jobs, bodies } = m;
+  const { jobs } = m;
+  const bodies = new BodyReader(m.bodies);
   const out: Job[] = [];
-  let at = 0;
   for (let i = 0; i < jobs.length; i += JOB_FIELDS) {
-    const length = jobs[i + 10] as number;
-    const body = Buffer.from(bodies, at, length);
-    at += length;
+    const body = bodies.next(jobs[i + 10] as number);
     const id = jobs[i + 4] as string | null;
     out.push({
       n: jobs[i] as number,
@@ -95,12 +113,7 @@ export function readJobs(m: Extract<ToThread, { type: 'send' }>): Job[] {
 /** A batch of results being gathered on the thread: like JobBatch, the answers' bodies in one transferred buffer. */
 export class ResultBatch {
   private readonly results: unknown[] = [];
-  private readonly bodies: Buffer[] = [];
-  private bytes = 0;
-
-  get size(): number {
-    return this.results.length / RESULT_FIELDS;
-  }
+  private readonly bodies = new Bodies();
 
   /**
    * Request `n`'s result. Its body is copied into the batch's buffer: an
@@ -110,20 +123,12 @@ export class ResultBatch {
   add(n: number, r: AttemptResult): void {
     const body = r.responseBody;
     this.results.push(n, r.startedAt.getTime(), r.durationMs, r.url, r.statusCode, r.errorClass, r.errorMessage, r.retryAfterSeconds, r.responseHeaders, body ? body.length : -1, r.responseTruncated);
-    if (body && body.length > 0) {
-      this.bodies.push(body);
-      this.bytes += body.length;
-    }
+    if (body) this.bodies.add(body);
   }
 
   message(): { message: FromThread; transfer: ArrayBuffer[] } {
-    const all = new Uint8Array(this.bytes);
-    let at = 0;
-    for (const b of this.bodies) {
-      all.set(b, at);
-      at += b.length;
-    }
-    return { message: { results: this.results, bodies: all.buffer }, transfer: [all.buffer] };
+    const bodies = this.bodies.pack();
+    return { message: { results: this.results, bodies }, transfer: [bodies] };
   }
 }
 
@@ -134,8 +139,8 @@ export interface FromThread {
 
 /** Each result of a batch with the number of its request (the main thread's side); each body a view of the message's buffer. */
 export function readResults(m: FromThread, each: (n: number, r: AttemptResult) => void): void {
-  const { results: x, bodies } = m;
-  let at = 0;
+  const { results: x } = m;
+  const bodies = new BodyReader(m.bodies);
   for (let i = 0; i < x.length; i += RESULT_FIELDS) {
     const r: AttemptResult = { startedAt: new Date(x[i + 1] as number), durationMs: x[i + 2] as number, url: x[i + 3] as string | null };
     // only the fields the attempt had, as HttpTransport.send returns them
@@ -145,10 +150,7 @@ export function readResults(m: FromThread, each: (n: number, r: AttemptResult) =
     if (x[i + 7] !== undefined) r.retryAfterSeconds = x[i + 7] as number;
     if (x[i + 8] !== undefined) r.responseHeaders = x[i + 8] as Array<[string, string]>;
     const length = x[i + 9] as number;
-    if (length >= 0) {
-      r.responseBody = Buffer.from(bodies, at, length);
-      at += length;
-    }
+    if (length >= 0) r.responseBody = bodies.next(length);
     if (x[i + 10] !== undefined) r.responseTruncated = x[i + 10] as boolean;
     each(x[i] as number, r);
   }
