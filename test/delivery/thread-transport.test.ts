@@ -9,30 +9,19 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, createHash } from 'node:crypto';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { HttpTransport } from '../../src/delivery/http-transport.ts';
+import type { Resolver } from '../../src/delivery/ssrf.ts';
 import { forwardTransport } from '../../src/delivery/start.ts';
 import { ThreadedHttpTransport } from '../../src/delivery/thread-transport.ts';
-import { testCa } from '../helpers/https.ts';
+import { startReceiver, testCa, type ReceiverOptions } from '../helpers/https.ts';
 import { claimedDelivery } from './helpers.ts';
 
-async function serve(handler: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void): Promise<{ url: string; heads: number }> {
-  const tls = testCa();
-  const s = { url: '', heads: 0 };
-  const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
-    s.heads++;
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => handler(req, Buffer.concat(chunks), res));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  after(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-  s.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return s;
+async function serve(reply?: ReceiverOptions['reply']) {
+  const receiver = await startReceiver({ reply });
+  after(() => receiver.close());
+  return receiver;
 }
 
 function threaded(opts: { timeoutMs?: number; responseBodyCap?: number } = {}): ThreadedHttpTransport {
@@ -50,7 +39,7 @@ const live = () => new AbortController().signal;
 
 describe('which HTTPS transport a node forwards with (WEIR_FORWARD_THREAD)', () => {
   const opts = { allowPrivate: true, connectTimeoutMs: 1_000, timeoutMs: 1_000 };
-  const kind = (db: 'pglite' | 'postgres', env: Record<string, string>, resolver?: HttpTransportResolver) => {
+  const kind = (db: 'pglite' | 'postgres', env: Record<string, string>, resolver?: Resolver) => {
     const t = forwardTransport({ kind: db }, loadConfig(env), { ...opts, ...(resolver && { resolver }) });
     after(() => t.close());
     return t instanceof ThreadedHttpTransport ? 'thread' : t instanceof HttpTransport ? 'main' : 'other';
@@ -67,51 +56,48 @@ describe('which HTTPS transport a node forwards with (WEIR_FORWARD_THREAD)', () 
     assert.equal(kind('pglite', { WEIR_FORWARD_THREAD: 'on' }, async () => [{ address: '127.0.0.1', family: 4 }]), 'main');
   });
 });
-type HttpTransportResolver = NonNullable<ConstructorParameters<typeof HttpTransport>[0]['resolver']>;
 
 describe('the HTTPS transport on a thread of its own', () => {
   it('answers each of many requests sent in one turn with its own result', async () => {
     // the answer names the request: its body, reversed, with a status of its own (200-202: a 204 has no body)
-    const server = await serve((req, body, res) => {
-      res.writeHead(200 + (body[0] % 3), { 'x-got': String(body.length), 'content-type': 'application/octet-stream' });
-      res.end(Buffer.from(body).reverse());
-    });
+    const server = await serve((req) => ({
+      status: 200 + (req.body[0] % 3),
+      headers: { 'x-got': String(req.body.length), 'content-type': 'application/octet-stream' },
+      body: Buffer.from(req.body).reverse(),
+    }));
     const t = threaded();
     const bodies = Array.from({ length: 200 }, (_, i) => Buffer.concat([Buffer.from([i % 251]), randomBytes(i * 13)]));
-    const results = await Promise.all(bodies.map((b) => t.send(delivery(server.url, b), live())));
+    const target = `${server.url}/hook`;
+    const results = await Promise.all(bodies.map((b) => t.send(delivery(target, b), live())));
     results.forEach((r, i) => {
       assert.equal(r.statusCode, 200 + (bodies[i][0] % 3), `request ${i}`);
       assert.deepEqual(r.responseBody, Buffer.from(bodies[i]).reverse(), `request ${i}'s answer`);
       assert.ok(Buffer.isBuffer(r.responseBody));
       assert.deepEqual(r.responseHeaders!.find(([n]) => n === 'x-got'), ['x-got', String(bodies[i].length)]);
-      assert.equal(r.url, server.url);
+      assert.equal(r.url, target);
       assert.ok(r.startedAt instanceof Date);
     });
-    assert.equal(server.heads, 200);
+    assert.equal(server.received.length, 200);
   });
 
   it('sends bodies byte for byte: binary, empty and 5 MiB, with the headers in order and case', async () => {
-    const seen: Array<{ digest: string; length: number; headers: string[] }> = [];
-    const server = await serve((req, body, res) => {
-      seen.push({ digest: createHash('sha256').update(body).digest('hex'), length: body.length, headers: req.rawHeaders });
-      res.end('ok');
-    });
+    const server = await serve();
     const t = threaded();
     const binary = Buffer.from([0x00, 0xff, 0x5c, 0x78, 0x0d, 0x0a, 0x00]);
     const big = randomBytes(5 * 1024 * 1024);
     for (const body of [binary, Buffer.alloc(0), big]) {
       const r = await t.send(delivery(server.url, body, [['X-Mixed-Case', 'a'], ['content-type', 'application/octet-stream'], ['x-mixed-case', 'b']]), live());
       assert.equal(r.statusCode, 200);
-      const got = seen.at(-1)!;
-      assert.equal(got.length, body.length);
-      assert.equal(got.digest, createHash('sha256').update(body).digest('hex'));
-      const names = got.headers.filter((_, i) => i % 2 === 0);
+      const got = server.received.at(-1)!;
+      assert.equal(got.body.length, body.length);
+      assert.equal(createHash('sha256').update(got.body).digest('hex'), createHash('sha256').update(body).digest('hex'));
+      const names = got.rawHeaders.filter((_, i) => i % 2 === 0);
       assert.deepEqual(names.filter((n) => n.toLowerCase() === 'x-mixed-case'), ['X-Mixed-Case', 'x-mixed-case']);
     }
   });
 
   it('keeps the answer cap: a large answer comes back cut at the cap, marked truncated', async () => {
-    const server = await serve((_req, _body, res) => res.end(Buffer.alloc(200_000, 7)));
+    const server = await serve(() => ({ body: Buffer.alloc(200_000, 7) }));
     const r = await threaded({ responseBodyCap: 4096 }).send(delivery(server.url, Buffer.from('x')), live());
     assert.equal(r.statusCode, 200);
     assert.equal(r.responseBody!.length, 4096);
@@ -120,13 +106,10 @@ describe('the HTTPS transport on a thread of its own', () => {
 
   it('a thread that dies with forwards in flight: each ends as a network error, and the next send starts a new thread', async () => {
     // the first five requests are never answered
-    let n = 0;
-    const server = await serve((_req, _body, res) => {
-      if (++n > 5) res.end('ok');
-    });
+    const server = await serve((_req, index) => (index < 5 ? 'hang' : {}));
     const t = threaded({ timeoutMs: 30_000 });
     const stuck = Array.from({ length: 5 }, () => t.send(delivery(server.url, Buffer.from('a')), live()));
-    while (server.heads < 5) await new Promise((r) => setTimeout(r, 5));
+    await server.waitFor(5);
     assert.equal(t.running, true);
     // as a crash of the thread would (an out-of-memory end, a fault in native code)
     await (t as unknown as { thread: { terminate(): Promise<number> } }).thread.terminate();
@@ -141,7 +124,7 @@ describe('the HTTPS transport on a thread of its own', () => {
   });
 
   it('a signal aborted before its first send reaches the thread: nothing is sent', async () => {
-    const server = await serve((_req, _body, res) => res.end('ok'));
+    const server = await serve();
     const t = threaded();
     // a thread already running, so the abort and the send cross in one turn
     assert.equal((await t.send(delivery(server.url, Buffer.from('warm')), live())).statusCode, 200);
@@ -151,11 +134,11 @@ describe('the HTTPS transport on a thread of its own', () => {
     const r = await pending;
     assert.equal(r.statusCode, undefined);
     await new Promise((r) => setTimeout(r, 200));
-    assert.equal(server.heads, 1);
+    assert.equal(server.received.length, 1);
   });
 
   it('once closed, the thread is gone and a send ends at once as an error', async () => {
-    const server = await serve((_req, _body, res) => res.end('ok'));
+    const server = await serve();
     const t = threaded();
     assert.equal((await t.send(delivery(server.url, Buffer.from('a')), live())).statusCode, 200);
     await t.close();
@@ -163,6 +146,6 @@ describe('the HTTPS transport on a thread of its own', () => {
     const r = await t.send(delivery(server.url, Buffer.from('b')), live());
     assert.equal(r.errorClass, 'network_error');
     assert.match(r.errorMessage!, /closed/);
-    assert.equal(server.heads, 1);
+    assert.equal(server.received.length, 1);
   });
 });
