@@ -1,6 +1,11 @@
 import { newId } from '../src/db/ids.ts';
 import { idTime } from '../src/requests/capture-ids.ts';
 import type { Capture } from '../src/requests/captures.ts';
+import { loadConfig } from '../src/config.ts';
+import type { Db } from '../src/db/db.ts';
+import { forwardTransport } from '../src/delivery/start.ts';
+import type { Transport } from '../src/delivery/transport.ts';
+import { testCa } from '../test/helpers/https.ts';
 /**
  * The webhook the forwarding benchmarks send (bench/forward.ts,
  * bench/forward-trees.ts) and how many forwards a worker runs at once, so
@@ -20,4 +25,13 @@ export function benchCaptures(organizationId: string, endpointId: string, n: num
     const id = newId();
     return { id, organization_id: organizationId, endpoint_id: endpointId, received_at: new Date(idTime(id)), method: 'POST', path: '', query: '', headers: HEADERS, body: BODY, body_size: BODY.length, content_type: 'application/json', source_ip: null };
   });
+}
+
+/**
+ * The HTTPS transport startDelivery gives `db` (on PGlite a thread of its
+ * own unless WEIR_FORWARD_THREAD=off), trusting the test CA the receiver's
+ * certificate is signed by.
+ */
+export function benchTransport(db: Pick<Db, 'kind'>): Transport {
+  return forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD }), { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
 }

@@ -17,14 +17,13 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
-import { deliveryQueueFor, forwardTransport } from '../src/delivery/start.ts';
+import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
-import { testCa } from '../test/helpers/https.ts';
 import { openBenchDb } from './bench-db.ts';
-import { benchCaptures, CONCURRENCY } from './forward-load.ts';
+import { benchCaptures, benchTransport, CONCURRENCY } from './forward-load.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 6000);
@@ -36,8 +35,8 @@ const port = await new Promise<number>((resolve) => receiver.once('message', (m:
 const { db, drop } = await openBenchDb();
 const org = await createOrganization(db, { name: 'Bench', plan: 'business', region: 'us' });
 const endpoint = await insertEndpoint(db, org.id, { forwardUrl: `https://127.0.0.1:${port}/hook` });
-// what startDelivery runs (on PGlite the transport's own thread, which this main-thread profile does not see; WEIR_FORWARD_THREAD)
-const http = forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD ?? 'auto' }), { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
+// what startDelivery runs (on PGlite a thread of its own, which this main-thread profile does not see; WEIR_FORWARD_THREAD)
+const http = benchTransport(db);
 
 async function queue(n: number): Promise<void> {
   for (let done = 0; done < n; done += 500) {

@@ -62,7 +62,7 @@ async function openTree(name: string, root: string): Promise<Tree> {
   const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
   // the transport startDelivery gives this database (a thread of its own on PGlite since 2026-12-01; WEIR_FORWARD_THREAD), else the tree's HttpTransport
   const httpOpts = { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca };
-  const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD ?? 'auto' }), httpOpts) : new HttpTransport(httpOpts);
+  const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD }), httpOpts) : new HttpTransport(httpOpts);
   const transport = { destinationType: 'https', send: (d: unknown, signal: AbortSignal) => http.send(d, signal), close: async () => {} };
   async function capture(n: number): Promise<void> {
     const caps = Array.from({ length: n }, () => {

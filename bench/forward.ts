@@ -46,7 +46,7 @@ import { Agent } from 'undici';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/db.ts';
 import type { Transport } from '../src/delivery/transport.ts';
-import { deliveryQueueFor, forwardTransport } from '../src/delivery/start.ts';
+import { deliveryQueueFor } from '../src/delivery/start.ts';
 import { ThreadedHttpTransport } from '../src/delivery/thread-transport.ts';
 import { DeliveryWorker } from '../src/delivery/worker.ts';
 import { startIngest } from '../src/ingest/server.ts';
@@ -54,7 +54,7 @@ import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { openBenchDb, PGLITE } from './bench-db.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
-import { benchCaptures, BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
+import { benchCaptures, benchTransport, BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { Sandbox } from '../src/transformations/sandbox.ts';
 import { testCa } from '../test/helpers/https.ts';
@@ -114,8 +114,8 @@ async function capture(n: number, into: { id: string } = endpoint): Promise<stri
 
 // One transport for every run (a worker's stop() would close it): its
 // connections stay warm between rounds, as the direct baseline's do.
-// The transport startDelivery gives this database: on PGlite a thread of its own unless WEIR_FORWARD_THREAD=off.
-const http = forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD ?? 'auto' }), { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
+// The transport startDelivery gives this database (benchTransport).
+const http = benchTransport(db);
 const transport: Transport = { destinationType: 'https', send: (d, signal) => (step('handed to the transport'), http.send(d, signal)), close: async () => {} };
 
 let settled = 0;
