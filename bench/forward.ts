@@ -8,8 +8,10 @@
  *      maximum, delivered/s divided by captured/s, with the queue depth;
  *  (c) ingest-to-destination latency p50/p99: webhooks POSTed to the real
  *      ingest listener, timed from each one's scheduled send (open loop: a
- *      late producer does not hide latency), workers woken by NOTIFY versus
- *      by polling alone;
+ *      late producer does not hide latency): fresh forwards handed to the
+ *      worker by the capture statement, with NOTIFY wake-ups (as a node runs:
+ *      src/delivery/handoff.ts), then without the hand-off, then by polling
+ *      alone;
  *  (d) only with BENCH_PARTS containing d (it takes minutes; (a) always
  *      runs): the same latency with NOTIFY wake-ups right after a flood of
  *      BENCH_FLOOD captures (default 200,000) was queued and drained, when
@@ -321,10 +323,12 @@ async function post(): Promise<string> {
   return answer.request_id;
 }
 
-async function latency(label: string, opts: { listen: boolean; pollMs: number }, rate: number, part = 'c'): Promise<void> {
+async function latency(label: string, opts: { listen: boolean; pollMs: number; handoff?: boolean }, rate: number, part = 'c'): Promise<void> {
   settled = 0;
   const w = worker(opts);
   await w.start();
+  // the capture statement leases fresh forwards to the worker, as src/server.ts wires them (src/delivery/handoff.ts)
+  ingest.handTo(opts.handoff ? w.handoff() : undefined);
   await arrivals();
   const sent = statements.statements;
   const scheduled = new Map<string, number>();
@@ -341,6 +345,7 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
   await Promise.all(sends);
   await waitSettled(total);
   const perForward = (statements.statements - sent) / total;
+  ingest.handTo(undefined);
   await w.stop();
   const got = await arrivals();
   const lat = [...scheduled].map(([id, at]) => (got.get(id) ?? NaN) - at).filter((x) => !Number.isNaN(x));
@@ -357,7 +362,8 @@ async function latency(label: string, opts: { listen: boolean; pollMs: number },
 
 const latencyRate = 20;
 if (PARTS.includes('c')) {
-  await latency('NOTIFY wake-ups (safety poll 5 s)', { listen: true, pollMs: 5_000 }, latencyRate);
+  await latency('hand-off and NOTIFY wake-ups (as a node runs)', { listen: true, pollMs: 5_000, handoff: true }, latencyRate);
+  await latency('NOTIFY wake-ups without hand-off (safety poll 5 s)', { listen: true, pollMs: 5_000 }, latencyRate);
   await latency('polling alone every 1 s', { listen: false, pollMs: 1_000 }, latencyRate);
   await latency('polling alone every 5 s (the safety poll)', { listen: false, pollMs: 5_000 }, latencyRate);
 }
@@ -369,7 +375,7 @@ if (PARTS.includes('d')) {
   const flood = await throughWeir(FLOOD);
   await arrivals();
   console.log(`(d) a flood of ${FLOOD} captures queued and drained in ${fmt((now() - started) / 1000)} s (drained at ${fmt(flood.rate)} forwards/s, ${fmt(flood.statements, 2)} statements a forward)`);
-  await latency(`NOTIFY wake-ups right after a ${FLOOD}-capture flood drained`, { listen: true, pollMs: 5_000 }, latencyRate, 'd');
+  await latency(`hand-off and NOTIFY wake-ups right after a ${FLOOD}-capture flood drained`, { listen: true, pollMs: 5_000, handoff: true }, latencyRate, 'd');
 }
 
 receiver.send('exit');

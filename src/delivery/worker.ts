@@ -6,6 +6,7 @@ import { claimDeliveries, nextDueAt, releaseLeases, requeueExpiredLeases } from 
 import { PACING_LATE_MS } from './claim-statement.ts';
 import { CompletionBatcher, finishUnattempted } from './complete.ts';
 import { DELIVERY_CHANNEL } from './enqueue.ts';
+import type { Handoff } from './handoff.ts';
 import { decide } from './retry-policy.ts';
 import type { ClaimedDelivery, Transport } from './transport.ts';
 import { QueueLoop } from './queue-loop.ts';
@@ -405,6 +406,34 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     const n = await releaseLeases(this.o.db, left.map((f) => f.delivery.leaseId), { keepDue: true });
     if (left.length > 0) this.wake();
     return n;
+  }
+
+  /**
+   * This worker as the capture statement sees it (src/delivery/handoff.ts):
+   * room for fresh deliveries while it runs, has a free send slot for each
+   * and left no due work behind (a backlog goes first, by claim), and a
+   * way to take the ones a committed capture statement leased to it. Only
+   * the HTTPS worker is handed deliveries.
+   */
+  handoff(): Handoff {
+    return {
+      leaseMs: this.o.leaseMs,
+      node: this.o.node,
+      room: () => (this.running && !this.backlog ? Math.max(0, Math.min(this.o.concurrency - this.inflight.size, this.freeSlots())) : 0),
+      adopt: (deliveries) => this.adopt(deliveries),
+    };
+  }
+
+  /** Starts handed deliveries as a claim's; stopped meanwhile, it gives their leases back at once instead. */
+  private adopt(deliveries: ClaimedDelivery[]): void {
+    if (!this.running) {
+      void releaseLeases(this.o.db, deliveries.map((d) => d.leaseId)).catch((err) =>
+        this.o.logger.warn({ err }, 'could not release the leases of handed deliveries; they expire on their own'),
+      );
+      return;
+    }
+    const now = Date.now();
+    for (const d of deliveries) this.launch(d, now);
   }
 
   /** How many deliveries this worker holds right now (sending or waiting for a send slot), and their captured bodies' bytes. */

@@ -3,6 +3,7 @@ import { sqlState, type Db } from '../db/db.ts';
 import type { IngestMetrics } from '../metrics/metrics.ts';
 import type { Capture } from '../requests/captures.ts';
 import { announceLateCaptures, LATE_NOTICE_MS } from '../requests/late-captures.ts';
+import type { Handoff } from '../delivery/handoff.ts';
 import { storeCaptures, type StoreOutcome } from './store.ts';
 
 export type { StoreOutcome } from './store.ts';
@@ -58,6 +59,8 @@ interface Pending {
  * second.
  */
 export class CaptureBatcher {
+  /** This node's HTTPS worker, once it runs: fresh deliveries it has room for are leased to it by the capture statement (src/delivery/handoff.ts). */
+  handoff: Handoff | undefined;
   private queue: Pending[] = [];
   private queuedBytes = 0;
   private inFlight = 0;
@@ -207,7 +210,7 @@ export class CaptureBatcher {
 
   private async commit(batch: Pending[]): Promise<Array<{ ok: true; outcome: StoreOutcome } | { ok: false; error: unknown }>> {
     try {
-      const outcomes = await storeCaptures(this.db, batch.map((p) => p.capture));
+      const outcomes = await storeCaptures(this.db, batch.map((p) => p.capture), this.handoff);
       await this.noticeIfLate(batch, outcomes);
       return outcomes.map((outcome) => ({ ok: true, outcome }));
     } catch (error) {

@@ -6,6 +6,7 @@ import type { PreparedIngestResponse } from '../endpoints/ingest-response.ts';
 import type { IngestMetrics, RefusalReason } from '../metrics/metrics.ts';
 import { newId } from '../db/ids.ts';
 import { idTime } from '../requests/capture-ids.ts';
+import type { Handoff } from '../delivery/handoff.ts';
 import { CaptureBatcher } from './batcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
 import { headerPairs, headerValue, headerValues, parseTarget, readBody } from './request-parts.ts';
@@ -32,6 +33,8 @@ export interface IngestOptions {
 export interface IngestListener {
   server: http.Server;
   port: number;
+  /** Lets the capture statement hand fresh deliveries to this node's HTTPS worker (src/delivery/handoff.ts); undefined stops it. */
+  handTo(handoff: Handoff | undefined): void;
   close(): Promise<void>;
 }
 
@@ -196,6 +199,9 @@ export async function startIngest(deps: IngestDeps, port: number, opts: IngestOp
   return {
     server,
     port: bound,
+    handTo(handoff) {
+      batcher.handoff = handoff;
+    },
     close() {
       closing ??= (async () => {
         // Stop accepting, let requests in progress finish (their captures

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/db.ts';
 import { DELIVERY_CHANNEL } from '../delivery/enqueue.ts';
 import { CAPTURES_CHANNEL } from '../subscriptions/emit.ts';
 import type { Capture } from '../requests/captures.ts';
+import { handedDelivery, type Handoff, type HandedRow } from '../delivery/handoff.ts';
 
 /**
  * What became of one capture:
@@ -55,7 +56,16 @@ export type StoreOutcome = 'stored' | 'endpoint_gone' | 'endpoint_paused' | 'end
  *   A capture that enforce rejected (`rejected`), or a duplicate
  *   (`duplicate_of`, src/routing/dedup.ts), is stored but gets no delivery
  *   and no announcement.
- * - pg_notify wakes the delivery workers once, on commit, when anything was queued.
+ * - HANDOFF (src/delivery/handoff.ts): with room in this node's HTTPS
+ *   worker ($10 deliveries, read just before), a delivery a claim would
+ *   send at once (HTTPS, no rate limit, no HTTPS delivery due and waiting
+ *   ahead of it) is inserted `in_flight` under a lease of $12 for $11 ms,
+ *   the first $10 of them in id order, and returned in `handed`; the
+ *   caller gives them to the worker, which sends them without a claim.
+ *   Only outside a transaction: the lease must not be handed out before
+ *   the deliveries commit. Without room ($10 = 0) it changes nothing.
+ * - pg_notify wakes the delivery workers once, on commit, when anything was
+ *   queued `pending`.
  * - `announced` writes the request.captured outbox (src/subscriptions/capture-events.ts):
  *   one row per capture of an endpoint a live request.captured subscription
  *   covers, so the announcement commits with the capture or not at all. The
@@ -110,30 +120,59 @@ with live as (
 ), targets as materialized (
   select t.*, least(row_number() over (partition by t.endpoint_id order by t.sort_order, t.forward_destination_id nulls first) - 1, 63)::int as position
     from (select live.id as endpoint_id, null::uuid as forward_destination_id, 'https'::text as destination_type,
-                 live.forward_url as url, null::uuid as agent_id, -1 as sort_order
+                 live.forward_url as url, null::uuid as agent_id, -1 as sort_order, true as unpaced,
+                 null::text as method_override, null::boolean as retry_enabled, null::int[] as retry_schedule,
+                 null::boolean as intelligent_retry, null::text as filter_version, null::jsonb as transformation
             from live where not live.paused and live.forward_url is not null
           union all
           -- each live endpoint's destinations by index (forward_destinations_endpoint): the lateral with
           -- offset 0 is not flattened into a join, which a generic plan (db.ts, QueryOptions) made
           -- without statistics hashed against a read of the whole table
-          select fd.endpoint_id, fd.id, fd.destination_type, fd.url, fd.agent_id, fd.sort_order
+          select fd.endpoint_id, fd.id, fd.destination_type, fd.url, fd.agent_id, fd.sort_order,
+                 not (fd.rate_limit_enabled and fd.rate_limit_per_minute is not null),
+                 -- what the claim reads of a destination (claim-statement.ts), for a delivery handed off
+                 fd.method_override, fd.retry_enabled, fd.retry_schedule, fd.intelligent_retry,
+                 case when fd.filter is not null then fd.updated_at::text end, fd.transformation
             from live cross join lateral (select fd.* from forward_destinations fd
                                            where fd.endpoint_id = live.id and fd.enabled offset 0) fd
            where not live.paused) t
-), queued as (
-  insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id,
-                          forward_destination_id, destination_type, url, agent_id)
-  select encode(set_byte(uuid_send(u.id), 8, 128 + t.position), 'hex')::uuid,
-         u.organization_id, u.id, u.received_at, t.endpoint_id, t.forward_destination_id, t.destination_type, t.url, t.agent_id
+), handoff as (
+  -- HANDOFF (above): room in this node's worker ($10), and no HTTPS delivery due and waiting that a
+  -- claim would take first (one probe of deliveries_due; skipped without room or targets, as AND stops early)
+  select $10::int > 0 and exists (select from targets) and not exists (select from deliveries d
+                                       where d.status = 'pending' and d.destination_type = 'https' and d.next_attempt_at <= now()) as open
+), planned as (
+  select encode(set_byte(uuid_send(u.id), 8, 128 + t.position), 'hex')::uuid as id,
+         u.organization_id, u.id as request_id, u.received_at, t.endpoint_id, t.forward_destination_id, t.destination_type, t.url, t.agent_id,
+         t.destination_type = 'https' and t.unpaced as eligible
     from targets t join u on u.endpoint_id = t.endpoint_id and ${passed}
    where exists (select from targets)
+), queued as (
+  insert into deliveries (id, organization_id, request_id, request_received_at, endpoint_id,
+                          forward_destination_id, destination_type, url, agent_id,
+                          status, lease_until, leased_by, lease_id)
+  select p.id, p.organization_id, p.request_id, p.received_at, p.endpoint_id, p.forward_destination_id, p.destination_type, p.url, p.agent_id,
+         case when p.handed then 'in_flight' else 'pending' end,
+         case when p.handed then now() + $11::int * interval '1 millisecond' end,
+         case when p.handed then $12::text end,
+         case when p.handed then gen_random_uuid() end
+    from (select planned.*, planned.eligible and handoff.open
+                 and count(*) filter (where planned.eligible) over (order by planned.id rows unbounded preceding) <= $10::int as handed
+            from planned, handoff) p
    -- inserted in id order (capture, then position), whatever the join did: deliveries due at the same
    -- moment sit in deliveries_due in the order they were inserted, and the claim walks it in that order
-   order by u.id, t.position
-  returning 1
+   order by p.id
+  returning id, status, lease_id, request_id, endpoint_id, forward_destination_id, url
+), handed as (
+  select json_agg(json_build_array(q.id, q.lease_id, q.request_id, q.forward_destination_id, q.url, t.method_override, t.retry_enabled,
+                                   t.retry_schedule, t.intelligent_retry, t.filter_version, t.transformation) order by q.id) as rows
+    from queued q join targets t on t.endpoint_id = q.endpoint_id and t.forward_destination_id is not distinct from q.forward_destination_id
+   where q.status = 'in_flight'
 )
-select id, paused, (select pg_notify('${DELIVERY_CHANNEL}', '') from queued limit 1) is not null as woke,
-       (select pg_notify('${CAPTURES_CHANNEL}', '') from announced limit 1) is not null as announced
+-- workers are woken only for deliveries left waiting: the handed ones are this node's already
+select id, paused, (select pg_notify('${DELIVERY_CHANNEL}', '') from queued where status = 'pending' limit 1) is not null as woke,
+       (select pg_notify('${CAPTURES_CHANNEL}', '') from announced limit 1) is not null as announced,
+       (select rows from handed) as handed
   from live`;
 }
 
@@ -173,7 +212,7 @@ export const CAPTURE_STATEMENT_DEDUP = captureStatement(true);
  * a caller may also run it inside one (slower on PGlite, where only the
  * database object itself runs named statements).
  */
-export async function storeCaptures(db: Queryable, captures: readonly Capture[]): Promise<StoreOutcome[]> {
+export async function storeCaptures(db: Queryable, captures: readonly Capture[], handoff?: Handoff): Promise<StoreOutcome[]> {
   if (captures.length === 0) return [];
   // Ids, times and offsets travel as array literals built here (they need
   // no quoting); every text column of a capture travels in ONE JSON
@@ -213,11 +252,21 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[])
     total += c.body.length;
   }
   const distinct = [...new Set(endpoints)];
-  const { rows } = await db.query<{ id: string; paused: boolean }>(
+  // HANDOFF: how many fresh deliveries this node's worker takes now (0: none are leased)
+  const room = handoff ? handoff.room() : 0;
+  const { rows } = await db.query<{ id: string; paused: boolean; handed: HandedRow[] | null }>(
     dedup ? CAPTURE_STATEMENT_DEDUP : CAPTURE_STATEMENT,
-    [ids + '}', orgs + '}', endpointIds + '}', times + '}', offsets + '}', lengths + '}', JSON.stringify(texts), `{${distinct.join(',')}}`, Buffer.concat(bodies, total)],
+    [
+      ids + '}', orgs + '}', endpointIds + '}', times + '}', offsets + '}', lengths + '}', JSON.stringify(texts), `{${distinct.join(',')}}`, Buffer.concat(bodies, total),
+      room, handoff?.leaseMs ?? 0, handoff?.node ?? '',
+    ],
     { name: dedup ? 'weir_capture_dedup' : 'weir_capture' },
   );
+  const handed = rows[0]?.handed;
+  if (handoff && handed && handed.length > 0) {
+    const byId = new Map(captures.map((c) => [c.id, c]));
+    handoff.adopt(handed.map((h) => handedDelivery(h, byId.get(h[2])!)));
+  }
   const live = new Map(rows.map((r) => [r.id, r.paused]));
   let busy: Set<string> | undefined;
   const missing = distinct.filter((id) => !live.has(id));

@@ -2,7 +2,7 @@ import { after, afterEach, before, beforeEach } from 'node:test';
 import pino from 'pino';
 import type { Db } from '../../src/db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../../src/delivery/http-transport.ts';
-import { DEFAULT_RETRY } from '../../src/delivery/retry-policy.ts';
+import { handedDelivery } from '../../src/delivery/handoff.ts';
 import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
 import { DeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
@@ -17,26 +17,20 @@ export function testTransport(opts: Partial<HttpTransportOptions> = {}): HttpTra
   return new HttpTransport({ allowPrivate: true, connectTimeoutMs: 5_000, timeoutMs: 10_000, ca: testCa().ca, ...opts });
 }
 
-/** A claimed HTTPS delivery of a small text capture to `url`, for calling a transport directly. */
+/** A claimed HTTPS delivery of a small text capture to `url`, for calling a transport directly: what a claim, or the hand-off, gives a worker. */
 export function claimedDelivery(url: string): ClaimedDelivery {
-  return {
-    id: '00000000-0000-7000-8000-000000000001',
-    leaseId: '00000000-0000-4000-8000-000000000001',
-    organizationId: '00000000-0000-7000-8000-000000000002',
-    requestId: '00000000-0000-7000-8000-000000000003',
-    endpointId: '00000000-0000-7000-8000-000000000004',
-    forwardDestinationId: null,
-    destinationType: 'https',
-    url,
-    agentId: null,
-    replayBatchId: null,
-    attemptNumber: 1,
-    sendAt: 0,
-    capture: { id: '00000000-0000-7000-8000-000000000003', method: 'POST', path: '', query: '', headers: [['content-type', 'text/plain']], body: Buffer.from('hi') },
-    enabled: true,
-    methodOverride: null,
-    retry: DEFAULT_RETRY,
+  const capture = {
+    id: '00000000-0000-7000-8000-000000000003',
+    organization_id: '00000000-0000-7000-8000-000000000002',
+    endpoint_id: '00000000-0000-7000-8000-000000000004',
+    received_at: new Date(0),
+    method: 'POST',
+    path: '',
+    query: '',
+    headers: [['content-type', 'text/plain']] as [string, string][],
+    body: Buffer.from('hi'),
   };
+  return handedDelivery(['00000000-0000-7000-8000-000000000001', '00000000-0000-4000-8000-000000000001', capture.id, null, url, null, null, null, null, null, null], capture);
 }
 
 let workers = 0;

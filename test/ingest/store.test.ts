@@ -170,10 +170,13 @@ test('the capture statements, prepared: their generic plan reads endpoints and t
   for (const analyzed of [false, true]) {
     if (analyzed) await t.db.exec('analyze endpoints; analyze forward_destinations');
     for (const statement of [CAPTURE_STATEMENT, CAPTURE_STATEMENT_DEDUP]) {
-      const plan = await genericPlanOf(t.db, statement, 9);
+      const plan = await genericPlanOf(t.db, statement, 12);
       assert.match(plan, /(Index Scan using|Bitmap Index Scan on) forward_destinations_endpoint\b/, plan);
       assert.match(plan, /(Index Scan using|Bitmap Index Scan on) endpoints_pkey\b/, plan);
       assert.doesNotMatch(plan, /Seq Scan on (forward_destinations|endpoints)\b/, plan);
+      // the hand-off's probe for a waiting HTTPS delivery (HANDOFF in store.ts) walks deliveries_due
+      assert.match(plan, /Index (Only )?Scan using deliveries_due\b/, plan);
+      assert.doesNotMatch(plan, /Seq Scan on deliveries\b/, plan);
     }
   }
   // and the statement still stores and queues as before
