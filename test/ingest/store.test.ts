@@ -174,13 +174,30 @@ test('the capture statements, prepared: their generic plan reads endpoints and t
       assert.match(plan, /(Index Scan using|Bitmap Index Scan on) forward_destinations_endpoint\b/, plan);
       assert.match(plan, /(Index Scan using|Bitmap Index Scan on) endpoints_pkey\b/, plan);
       assert.doesNotMatch(plan, /Seq Scan on (forward_destinations|endpoints)\b/, plan);
-      // the hand-off's probe for a waiting HTTPS delivery (HANDOFF in store.ts) walks deliveries_due
-      assert.match(plan, /Index (Only )?Scan using deliveries_due\b/, plan);
+      // the hand-off's probe for a waiting HTTPS delivery (HANDOFF in store.ts) is the function's, not this plan's
       assert.doesNotMatch(plan, /Seq Scan on deliveries\b/, plan);
     }
   }
   // and the statement still stores and queues as before
   assert.deepEqual(await storeCaptures(t.db, [capture(e, 'a')]), ['stored']);
+  // The hand-off's probe (HANDOFF in store.ts; migration 0024) walks deliveries_due with the queue analyzed
+  // small or large: a plan is kept per connection, so one made while the table was tiny must not read it
+  // whole later. Without the function's settings the tiny table's plan was a sequential scan.
+  const probe = `select exists (select from deliveries d where d.status = 'pending' and d.destination_type = 'https' and d.next_attempt_at <= now())`;
+  const { rows: fn } = await t.db.query<{ body: string; config: string[] }>(
+    `select prosrc as body, proconfig as config from pg_proc where proname = 'deliveries_https_waiting'`,
+  );
+  assert.deepEqual(fn[0].config, ['enable_seqscan=off', 'enable_bitmapscan=off']);
+  assert.ok(fn[0].body.replace(/\s+/g, ' ').includes(probe.slice('select '.length).replace(/\s+/g, ' ')), fn[0].body);
+  for (const rows of [1, 2000]) {
+    if (rows > 1) await storeCaptures(t.db, Array.from({ length: rows }, (_, i) => capture(e, `q${i}`)));
+    await t.db.exec('analyze deliveries');
+    // the type as a parameter, as EXECUTE needs one; the plan of the literal is the same walk
+    const plan = await genericPlanOf(t.db, probe.replace(`'https'`, '$1::text'), 1, { enable_seqscan: 'off', enable_bitmapscan: 'off' });
+    assert.match(plan, /Index (Only )?Scan using deliveries_due\b/, plan);
+    const { rows: answer } = await t.db.query<{ waiting: boolean }>('select deliveries_https_waiting() as waiting');
+    assert.equal(answer[0].waiting, true, 'the captures just stored wait');
+  }
 });
 
 test('a group\'s deliveries are inserted in id order, so those due at the same moment wait in deliveries_due in capture order', async () => {
