@@ -1,9 +1,9 @@
 /**
  * Hand-off: a fresh capture's HTTPS deliveries leased by the capture
  * statement itself to this node's worker, which sends them without a claim
- * (docs/forwarding.md, "Hand-off"). A quiet forward skipped its claim's
- * round trip, and the NOTIFY that woke the worker for it: on both databases
- * the claim was about a third of the time from capture to arrival.
+ * (docs/forwarding.md, "Hand-off"). A quiet forward skips the claim's round
+ * trip and the NOTIFY that woke the worker for it: on both databases they
+ * were 1.4 ms of a quiet forward's 5 ms.
  *
  * The capture statement (src/ingest/store.ts, HANDOFF) leases a delivery
  * only while the rules of a claim would send it at once: an HTTPS
