@@ -1,5 +1,5 @@
 import type { Db, Queryable, Settings } from '../db/db.ts';
-import { agentRetry, DEFAULT_RETRY } from './retry-policy.ts';
+import { agentRetry, destinationRetry } from './retry-policy.ts';
 import { CLAIM_DUE, CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES, CLAIM_DUE_PACING_BATCHES, type ClaimRow } from './claim-statement.ts';
 import type { ClaimedDelivery, DestinationType } from './transport.ts';
 
@@ -153,9 +153,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       retry:
         r.destination_type === 'agent'
           ? agentRetry(r.agent_environment)
-          : r.forward_destination_id === null || r.retry_enabled === null
-            ? DEFAULT_RETRY
-            : { retryEnabled: r.retry_enabled, schedule: r.retry_schedule ?? [], intelligent: r.intelligent_retry ?? true },
+          : destinationRetry(r.forward_destination_id, r.retry_enabled, r.retry_schedule, r.intelligent_retry),
     });
   }
   // The update returns rows in no particular order; a delivery id starts

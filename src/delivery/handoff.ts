@@ -17,7 +17,7 @@
  */
 import type { Capture } from '../requests/captures.ts';
 import type { ClaimedDelivery } from './transport.ts';
-import { DEFAULT_RETRY } from './retry-policy.ts';
+import { destinationRetry } from './retry-policy.ts';
 
 /** This node's HTTPS worker, as the capture statement sees it. */
 export interface Handoff {
@@ -79,9 +79,6 @@ export function handedDelivery(row: HandedRow, c: HandedCapture): ClaimedDeliver
     filterVersion,
     transformation,
     requestReceivedAt: c.received_at,
-    retry:
-      forwardDestinationId === null || retryEnabled === null
-        ? DEFAULT_RETRY
-        : { retryEnabled, schedule: retrySchedule ?? [], intelligent: intelligentRetry ?? true },
+    retry: destinationRetry(forwardDestinationId, retryEnabled, retrySchedule, intelligentRetry),
   };
 }

@@ -32,6 +32,21 @@ export function agentRetry(environment: 'production' | 'development' | null): Re
   return environment === 'production' ? DEFAULT_RETRY : NO_RETRY;
 }
 
+/**
+ * An HTTPS destination's retry settings as its row holds them: the
+ * endpoint's forward_url (no row, forwardDestinationId null) and a row
+ * read without them get DEFAULT_RETRY. One rule for the claim (claim.ts)
+ * and the hand-off (handoff.ts).
+ */
+export function destinationRetry(
+  forwardDestinationId: string | null,
+  retryEnabled: boolean | null,
+  schedule: readonly number[] | null,
+  intelligent: boolean | null,
+): RetrySettings {
+  return forwardDestinationId === null || retryEnabled === null ? DEFAULT_RETRY : { retryEnabled, schedule: schedule ?? [], intelligent: intelligent ?? true };
+}
+
 /** A Retry-After longer than this is clamped: one slow destination must not park a delivery for days. */
 export const RETRY_AFTER_CAP_SECONDS = 3600;
 
