@@ -23,7 +23,14 @@ describe('dashboard: signature verification', () => {
     assert.equal(await field.getAttribute('type'), 'password');
     await field.fill(secret);
     await page.getByLabel(/Enforce: answer 401/).check();
-    await page.getByRole('button', { name: 'Save verification' }).click();
+    assert.equal(await page.getByLabel('Provider').inputValue(), 'stripe', 'the form still holds the provider when saved');
+    const [patched] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().endsWith(`/v1/endpoints/${ep.id}`), LONG),
+      page.getByRole('button', { name: 'Save verification' }).click(),
+    ]);
+    const sent = patched.request().postDataJSON();
+    assert.deepEqual([sent.verification?.provider, sent.verification?.enforce, sent.verification?.secret], ['stripe', true, secret], 'what the page sent');
+    assert.equal(patched.status(), 200);
     await page.getByText('Saved.').waitFor(LONG);
     const v = (await call(t.app, 'GET', `/v1/endpoints/${ep.id}`, { key: s.key })).json.data.verification;
     assert.deepEqual([v.provider, v.enforce, v.secret_last4], ['stripe', true, '6789']);

@@ -32,7 +32,11 @@ export function IngestResponseSettings({ endpoint, mayEdit, onSaved }) {
   const [values, setValues] = useState(formOf(endpoint.response));
   const [saved, setSaved] = useState('');
   const action = useAction();
-  const set = (k) => (e) => (setValues({ ...values, [k]: k === 'custom' ? e.currentTarget.checked : e.currentTarget.value }), setSaved(''));
+  const set = (k) => (e) => {
+    const value = k === 'custom' ? e.currentTarget.checked : e.currentTarget.value;
+    setValues((v) => ({ ...v, [k]: value }));
+    setSaved('');
+  };
   const submit = (e) => {
     e.preventDefault();
     setSaved('');

@@ -36,7 +36,13 @@ export function VerificationSettings({ endpoint, mayEdit, onSaved }) {
   const [values, setValues] = useState(formOf(current));
   const [saved, setSaved] = useState('');
   const action = useAction();
-  const set = (k) => (e) => (setValues({ ...values, [k]: k === 'enforce' ? e.currentTarget.checked : e.currentTarget.value }), setSaved(''));
+  // an update from the state it follows, not from this render's copy: two
+  // events before a render (a fast typist, a test) must not undo each other
+  const set = (k) => (e) => {
+    const value = k === 'enforce' ? e.currentTarget.checked : e.currentTarget.value;
+    setValues((v) => ({ ...v, [k]: value }));
+    setSaved('');
+  };
   const submit = (e) => {
     e.preventDefault();
     setSaved('');
