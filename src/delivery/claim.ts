@@ -230,19 +230,24 @@ export async function nextDueAt(db: Queryable, destinationType: DestinationType,
 /** Epoch milliseconds as float8 from the exact numeric, as the claim reads its times (ClaimRow). */
 const EPOCH_MS = (t: string) => `(extract(epoch from ${t}) * 1000)::float8`;
 
-/** When the earliest waiting delivery of a destination type ($1) is due: the first entry of deliveries_due. */
-export const NEXT_DUE = `select ${EPOCH_MS(`(select min(next_attempt_at) from deliveries where status = 'pending' and destination_type = $1)`)} as at_ms,
+/**
+ * When the earliest waiting delivery of a destination type ($1) is due: the
+ * first entry of deliveries_due. Asked through a function (migration 0025),
+ * whose settings keep its query on that index: this statement is prepared,
+ * and a generic plan made with deliveries analyzed at a few rows read the
+ * whole table, for the connection's life.
+ */
+export const NEXT_DUE = `select ${EPOCH_MS('deliveries_next_due($1::text)')} as at_ms,
        ${EPOCH_MS('statement_timestamp()')} as db_now_ms`;
 
 /**
  * When the earliest waiting delivery of these agents ($1) is due: the first
  * entry of each one's deliveries_agent_queue, never another agent's backlog
- * (a minimum over deliveries_due filtered by agent stepped over it).
+ * (a minimum over deliveries_due filtered by agent stepped over it). Through
+ * a function for the same reason as NEXT_DUE: planned inline at a few rows,
+ * it read the whole table once per connected agent.
  */
-export const NEXT_DUE_OF_AGENTS = `select ${EPOCH_MS(`(select min(first.at) from (select distinct unnest($1::uuid[])) as a(agent_id)
-                cross join lateral (select q.next_attempt_at as at from deliveries q
-                                     where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id
-                                     order by q.next_attempt_at limit 1) first)`)} as at_ms,
+export const NEXT_DUE_OF_AGENTS = `select ${EPOCH_MS('deliveries_next_due_of_agents($1::uuid[])')} as at_ms,
        ${EPOCH_MS('statement_timestamp()')} as db_now_ms`;
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { setStatements, type Queryable } from '../../src/db/db.ts';
+import { setStatements, type Queryable, type Settings } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
 import { CLAIM_SETTINGS, claimDeliveries, NEXT_DUE, NEXT_DUE_OF_AGENTS, nextDueAt, PACING_HORIZON_MS } from '../../src/delivery/claim.ts';
 import {
@@ -330,6 +330,42 @@ describe('the agent claim reads only the connected agents\' queues', () => {
   const OFFLINE = 200;
   const EACH = 50;
 
+  // The wake-up questions (NEXT_DUE, NEXT_DUE_OF_AGENTS) are asked through functions (migration 0025)
+  // whose settings hold while their queries are planned: each function's query is planned here as the
+  // function plans it, after checking that it is the function's query and that the settings are on it.
+  const WAKE_UP_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapscan: 'off' };
+  const WAKE_UP_QUERIES = {
+    deliveries_next_due: {
+      arg: 'kind',
+      query: `select d.next_attempt_at from deliveries d
+           where d.status = 'pending' and d.destination_type = $1
+           order by d.next_attempt_at limit 1`,
+      walks: /Index (Only )?Scan using deliveries_due on deliveries d\b/,
+    },
+    deliveries_next_due_of_agents: {
+      arg: 'agent_ids',
+      query: `select min(first.at)
+            from (select distinct unnest($1::uuid[])) as a(agent_id)
+           cross join lateral (select q.next_attempt_at as at from deliveries q
+                                where q.status = 'pending' and q.destination_type = 'agent' and q.agent_id = a.agent_id
+                                order by q.next_attempt_at limit 1) first`,
+      walks: /Index (Only )?Scan using deliveries_agent_queue on deliveries q\b/,
+    },
+  };
+  async function assertWakeUpWalks() {
+    assert.match(NEXT_DUE, /deliveries_next_due\(\$1::text\)/);
+    assert.match(NEXT_DUE_OF_AGENTS, /deliveries_next_due_of_agents\(\$1::uuid\[\]\)/);
+    const flat = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+    for (const [name, { arg, query, walks }] of Object.entries(WAKE_UP_QUERIES)) {
+      const { rows } = await t.db.query<{ body: string; config: string[] }>('select prosrc as body, proconfig as config from pg_proc where proname = $1', [name]);
+      assert.deepEqual(rows[0]?.config, ['enable_seqscan=off', 'enable_bitmapscan=off'], name);
+      assert.ok(flat(rows[0].body).includes(flat(query.replace('$1::uuid[]', arg).replace('$1', arg))), `${name}: ${rows[0].body}`);
+      const plan = await genericPlanOf(t.db, query, 1, WAKE_UP_SETTINGS);
+      assert.match(plan, walks, plan);
+      assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap/, plan);
+    }
+  }
+
   async function backlog() {
     const connected = [await insertAgent(), await insertAgent()];
     await t.db.query(
@@ -343,8 +379,9 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     return connected;
   }
 
-  async function planOf(sql: string, params: unknown[]): Promise<string> {
+  async function planOf(sql: string, params: unknown[], settings: Settings = {}): Promise<string> {
     return rolledBack(async (tx) => {
+      if (Object.keys(settings).length > 0) await tx.exec(setStatements(settings));
       const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off, timing off) ${sql}`, params);
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     });
@@ -361,12 +398,7 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     await backlog();
     for (const analyzed of [false, true]) {
       if (analyzed) await t.db.exec('analyze deliveries');
-      const ofAgents = await genericPlanOf(t.db, NEXT_DUE_OF_AGENTS, 1);
-      assert.match(ofAgents, /Index (Only )?Scan using deliveries_agent_queue on deliveries/, ofAgents);
-      assert.doesNotMatch(ofAgents, /deliveries_due\b|Seq Scan on deliveries|Bitmap/, ofAgents);
-      const ofType = await genericPlanOf(t.db, NEXT_DUE, 1);
-      assert.match(ofType, /Index (Only )?Scan( Backward)? using deliveries_due on deliveries/, ofType);
-      assert.doesNotMatch(ofType, /Seq Scan on deliveries|Bitmap/, ofType);
+      await assertWakeUpWalks();
       // the claims as the worker runs them (CLAIM_SETTINGS): each walks its queue's index and fetches what it
       // leased, and their captures, by primary key
       for (const sql of [CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) assertAgentWalk(await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS));
@@ -380,6 +412,18 @@ describe('the agent claim reads only the connected agents\' queues', () => {
         assert.match(plan, /Index Scan using deliveries_pkey on deliveries d_1/, plan);
         assert.doesNotMatch(plan, /Seq Scan on captured_requests/, plan);
       }
+    }
+  });
+
+  it('the wake-up time and the claims, prepared while the queue is analyzed at one row: still their queue\'s index, never the table', async () => {
+    // a node started on a quiet database: table maintenance analyzed the queue small, then the
+    // statements were prepared; their generic plans stay for the connection's life as the queue grows
+    await queue([{ agentId: await insertAgent(), dueMsAgo: 1000 }]);
+    await t.db.exec('analyze deliveries');
+    await assertWakeUpWalks();
+    for (const sql of [CLAIM_DUE, CLAIM_DUE_PACING_BATCHES, CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) {
+      const plan = await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS);
+      assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap Heap Scan on deliveries/, plan);
     }
   });
 
@@ -418,7 +462,8 @@ describe('the agent claim reads only the connected agents\' queues', () => {
       // the index scans read the 6 connected rows, and the claim leases them
       assert.match(claim, /Update on deliveries/, claim);
       assertAgentWalk(await planOf(CLAIM_DUE_OF_AGENTS_PACING_BATCHES, [connected, 32, PACING_HORIZON_MS, 60_000, 'n']));
-      assertAgentWalk(await planOf(NEXT_DUE_OF_AGENTS, [connected]));
+      // the wake-up's query as its function runs it (migration 0025), with the connected agents
+      assertAgentWalk(await planOf(WAKE_UP_QUERIES.deliveries_next_due_of_agents.query, [connected], WAKE_UP_SETTINGS));
     }
     const { claimed } = await claimDeliveries(t.db, { destinationType: 'agent', agentIds: connected, limit: 32, leaseMs: 60_000, node: 'n' });
     assert.equal(claimed.length, 6);
