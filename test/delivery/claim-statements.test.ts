@@ -13,7 +13,7 @@ import {
 } from '../../src/delivery/claim-statement.ts';
 import { insertEndpoint, insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
-import { genericPlanOf } from '../helpers/plans.ts';
+import { assertIndexWalkFunction, genericPlanOf, INDEX_WALK_SETTINGS } from '../helpers/plans.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
 import { storeCaptures } from '../../src/ingest/store.ts';
 import type { Capture } from '../../src/requests/captures.ts';
@@ -333,7 +333,6 @@ describe('the agent claim reads only the connected agents\' queues', () => {
   // The wake-up questions (NEXT_DUE, NEXT_DUE_OF_AGENTS) are asked through functions (migration 0025)
   // whose settings hold while their queries are planned: each function's query is planned here as the
   // function plans it, after checking that it is the function's query and that the settings are on it.
-  const WAKE_UP_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapscan: 'off' };
   const WAKE_UP_QUERIES = {
     deliveries_next_due: {
       arg: 'kind',
@@ -355,12 +354,9 @@ describe('the agent claim reads only the connected agents\' queues', () => {
   async function assertWakeUpWalks() {
     assert.match(NEXT_DUE, /deliveries_next_due\(\$1::text\)/);
     assert.match(NEXT_DUE_OF_AGENTS, /deliveries_next_due_of_agents\(\$1::uuid\[\]\)/);
-    const flat = (sql: string) => sql.replace(/\s+/g, ' ').trim();
     for (const [name, { arg, query, walks }] of Object.entries(WAKE_UP_QUERIES)) {
-      const { rows } = await t.db.query<{ body: string; config: string[] }>('select prosrc as body, proconfig as config from pg_proc where proname = $1', [name]);
-      assert.deepEqual(rows[0]?.config, ['enable_seqscan=off', 'enable_bitmapscan=off'], name);
-      assert.ok(flat(rows[0].body).includes(flat(query.replace('$1::uuid[]', arg).replace('$1', arg))), `${name}: ${rows[0].body}`);
-      const plan = await genericPlanOf(t.db, query, 1, WAKE_UP_SETTINGS);
+      await assertIndexWalkFunction(t.db, name, query.replace('$1::uuid[]', arg).replace('$1', arg));
+      const plan = await genericPlanOf(t.db, query, 1, INDEX_WALK_SETTINGS);
       assert.match(plan, walks, plan);
       assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap/, plan);
     }
@@ -463,7 +459,7 @@ describe('the agent claim reads only the connected agents\' queues', () => {
       assert.match(claim, /Update on deliveries/, claim);
       assertAgentWalk(await planOf(CLAIM_DUE_OF_AGENTS_PACING_BATCHES, [connected, 32, PACING_HORIZON_MS, 60_000, 'n']));
       // the wake-up's query as its function runs it (migration 0025), with the connected agents
-      assertAgentWalk(await planOf(WAKE_UP_QUERIES.deliveries_next_due_of_agents.query, [connected], WAKE_UP_SETTINGS));
+      assertAgentWalk(await planOf(WAKE_UP_QUERIES.deliveries_next_due_of_agents.query, [connected], INDEX_WALK_SETTINGS));
     }
     const { claimed } = await claimDeliveries(t.db, { destinationType: 'agent', agentIds: connected, limit: 32, leaseMs: 60_000, node: 'n' });
     assert.equal(claimed.length, 6);

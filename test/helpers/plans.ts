@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { NAMED_PLAN_CACHE_MODE, setStatements, type Db, type Settings } from '../../src/db/db.ts';
 
 /**
@@ -23,4 +24,25 @@ export function genericPlanOf(db: Db, sql: string, params: number, settings: Set
       await conn.exec(`deallocate ${prepared}${reset}`).catch(() => {});
     }
   });
+}
+
+/**
+ * The settings of the SQL functions that walk the queue's indexes whatever
+ * the statistics say (the hand-off's probe, migration 0024; the wake-up
+ * questions, migration 0025): a plan kept per connection, made while the
+ * queue was analyzed small, must not read the table whole later.
+ */
+export const INDEX_WALK_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapscan: 'off' };
+
+/**
+ * Asserts that the SQL function `name` runs under INDEX_WALK_SETTINGS and
+ * that its body holds `query` (whitespace aside), so a plan of `query` under
+ * those settings (genericPlanOf) is the plan the function runs.
+ */
+export async function assertIndexWalkFunction(db: Db, name: string, query: string): Promise<void> {
+  const { rows } = await db.query<{ body: string; config: string[] | null }>('select prosrc as body, proconfig as config from pg_proc where proname = $1', [name]);
+  assert.equal(rows.length, 1, `one function ${name}`);
+  assert.deepEqual(rows[0].config, Object.entries(INDEX_WALK_SETTINGS).map(([setting, value]) => `${setting}=${value}`), name);
+  const flat = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+  assert.ok(flat(rows[0].body).includes(flat(query)), `${name}: ${rows[0].body}`);
 }

@@ -10,7 +10,7 @@ import type { Capture } from '../../src/requests/captures.ts';
 import { seedOrg } from '../helpers/app.ts';
 import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
 import { captureOf, insertForwardDestination } from '../helpers/fixtures.ts';
-import { genericPlanOf } from '../helpers/plans.ts';
+import { assertIndexWalkFunction, genericPlanOf, INDEX_WALK_SETTINGS } from '../helpers/plans.ts';
 
 let t: TestDb;
 before(async () => {
@@ -184,16 +184,12 @@ test('the capture statements, prepared: their generic plan reads endpoints and t
   // small or large: a plan is kept per connection, so one made while the table was tiny must not read it
   // whole later. Without the function's settings the tiny table's plan was a sequential scan.
   const probe = `select exists (select from deliveries d where d.status = 'pending' and d.destination_type = 'https' and d.next_attempt_at <= now())`;
-  const { rows: fn } = await t.db.query<{ body: string; config: string[] }>(
-    `select prosrc as body, proconfig as config from pg_proc where proname = 'deliveries_https_waiting'`,
-  );
-  assert.deepEqual(fn[0].config, ['enable_seqscan=off', 'enable_bitmapscan=off']);
-  assert.ok(fn[0].body.replace(/\s+/g, ' ').includes(probe.slice('select '.length).replace(/\s+/g, ' ')), fn[0].body);
+  await assertIndexWalkFunction(t.db, 'deliveries_https_waiting', probe.slice('select '.length));
   for (const rows of [1, 2000]) {
     if (rows > 1) await storeCaptures(t.db, Array.from({ length: rows }, (_, i) => capture(e, `q${i}`)));
     await t.db.exec('analyze deliveries');
     // the type as a parameter, as EXECUTE needs one; the plan of the literal is the same walk
-    const plan = await genericPlanOf(t.db, probe.replace(`'https'`, '$1::text'), 1, { enable_seqscan: 'off', enable_bitmapscan: 'off' });
+    const plan = await genericPlanOf(t.db, probe.replace(`'https'`, '$1::text'), 1, INDEX_WALK_SETTINGS);
     assert.match(plan, /Index (Only )?Scan using deliveries_due\b/, plan);
     const { rows: answer } = await t.db.query<{ waiting: boolean }>('select deliveries_https_waiting() as waiting');
     assert.equal(answer[0].waiting, true, 'the captures just stored wait');

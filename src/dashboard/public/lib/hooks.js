@@ -88,3 +88,21 @@ export function useAction() {
   }, []);
   return { busy, error, run, clear: () => setError(null) };
 }
+
+/**
+ * A form's field setter: field(name) answers an input handler that writes
+ * the input's value (a checkbox's `checked`) under `name`, then runs `after`
+ * (for example clearing a "Saved." note). The update starts from the state
+ * it follows, not from the render's copy: two events before a render (a
+ * fast typist, a test) must not undo each other.
+ * @param {(update: (values: Record<string, unknown>) => Record<string, unknown>) => void} setValues
+ * @param {() => void} [after]
+ */
+export function fieldSetter(setValues, after) {
+  return (name) => (e) => {
+    const input = e.currentTarget;
+    const value = input.type === 'checkbox' ? input.checked : input.value;
+    setValues((v) => ({ ...v, [name]: value }));
+    after?.();
+  };
+}

@@ -6,7 +6,7 @@
 import { api, getAll } from '../lib/api.js';
 import { emptySaved, SavedFields } from '../lib/destinations.js';
 import { html, useEffect, useRef, useState } from '../lib/html.js';
-import { useAction, useLoad } from '../lib/hooks.js';
+import { fieldSetter, useAction, useLoad } from '../lib/hooks.js';
 import { can, useMe } from '../lib/session.js';
 import { Badge, ConfirmButton, Empty, ErrorNote, Field, Loading } from '../lib/ui.js';
 import { isTransformationError, TransformationField, transformationValue } from '../lib/transformation.js';
@@ -154,7 +154,7 @@ function SettingsForm({ d, path, endpointId, onSaved }) {
   const action = useAction();
   const filter = useFilterField(d.filter);
   const id = (f) => `fd-${d.id}-${f}`;
-  const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
+  const set = fieldSetter(setV);
   const submit = (e) => {
     e.preventDefault();
     setScheduleError(null);
@@ -288,7 +288,7 @@ function AddAgent({ endpoint, agents, onAdded }) {
   const [done, setDone] = useState('');
   const action = useAction();
   const filter = useFilterField(null);
-  const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
+  const set = fieldSetter(setV);
   const live = (agents.data ?? []).filter((a) => !a.revoked_at);
   const submit = (e) => {
     e.preventDefault();

@@ -4,7 +4,7 @@
 // headers, 64 KB bodies...) and its 400 message is shown as it is.
 import { api } from '../lib/api.js';
 import { html, useState } from '../lib/html.js';
-import { useAction } from '../lib/hooks.js';
+import { fieldSetter, useAction } from '../lib/hooks.js';
 import { ErrorNote, Field } from '../lib/ui.js';
 
 function formOf(response) {
@@ -32,11 +32,7 @@ export function IngestResponseSettings({ endpoint, mayEdit, onSaved }) {
   const [values, setValues] = useState(formOf(endpoint.response));
   const [saved, setSaved] = useState('');
   const action = useAction();
-  const set = (k) => (e) => {
-    const value = k === 'custom' ? e.currentTarget.checked : e.currentTarget.value;
-    setValues((v) => ({ ...v, [k]: value }));
-    setSaved('');
-  };
+  const set = fieldSetter(setValues, () => setSaved(''));
   const submit = (e) => {
     e.preventDefault();
     setSaved('');

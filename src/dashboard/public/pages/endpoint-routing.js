@@ -7,7 +7,7 @@
 import { api } from '../lib/api.js';
 import { timeAgo } from '../lib/format.js';
 import { html, useState } from '../lib/html.js';
-import { useAction, useLoad } from '../lib/hooks.js';
+import { fieldSetter, useAction, useLoad } from '../lib/hooks.js';
 import { ErrorNote, Field } from '../lib/ui.js';
 
 /** A filter as the editor's text: indented JSON, or '' for none (null). */
@@ -158,7 +158,7 @@ export function DeduplicationSettings({ endpoint, mayEdit, onSaved }) {
   const [v, setV] = useState(dedupForm(endpoint.deduplication));
   const [saved, setSaved] = useState('');
   const action = useAction();
-  const set = (k) => (e) => (setV({ ...v, [k]: e.currentTarget.value }), setSaved(''));
+  const set = fieldSetter(setV, () => setSaved(''));
   const submit = (e) => {
     e.preventDefault();
     setSaved('');

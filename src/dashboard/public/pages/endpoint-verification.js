@@ -4,7 +4,7 @@
 // keeps the stored one; the API checks every rule and its 400 is shown as is.
 import { api } from '../lib/api.js';
 import { html, useState } from '../lib/html.js';
-import { useAction } from '../lib/hooks.js';
+import { fieldSetter, useAction } from '../lib/hooks.js';
 import { ErrorNote, Field } from '../lib/ui.js';
 
 const PROVIDERS = {
@@ -36,13 +36,7 @@ export function VerificationSettings({ endpoint, mayEdit, onSaved }) {
   const [values, setValues] = useState(formOf(current));
   const [saved, setSaved] = useState('');
   const action = useAction();
-  // an update from the state it follows, not from this render's copy: two
-  // events before a render (a fast typist, a test) must not undo each other
-  const set = (k) => (e) => {
-    const value = k === 'enforce' ? e.currentTarget.checked : e.currentTarget.value;
-    setValues((v) => ({ ...v, [k]: value }));
-    setSaved('');
-  };
+  const set = fieldSetter(setValues, () => setSaved(''));
   const submit = (e) => {
     e.preventDefault();
     setSaved('');

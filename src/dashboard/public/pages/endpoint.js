@@ -4,7 +4,7 @@
 // Settings (/endpoints/:id/settings).
 import { api } from '../lib/api.js';
 import { html, useEffect, useRef, useState } from '../lib/html.js';
-import { useAction, useLoad } from '../lib/hooks.js';
+import { fieldSetter, useAction, useLoad } from '../lib/hooks.js';
 import { navigate, setQuery } from '../lib/router.js';
 import { can, useMe } from '../lib/session.js';
 import { followRequests } from '../lib/tail.js';
@@ -214,7 +214,7 @@ function RequestFilters({ filters }) {
     verification: filters.verification ?? '',
     duplicate: filters.duplicate ?? '',
   });
-  const set = (k) => (e) => setV({ ...v, [k]: e.currentTarget.value });
+  const set = fieldSetter(setV);
   const apply = (e) => {
     e.preventDefault();
     setQuery({ q: v.q.trim(), method: v.method, since: fromLocalInput(v.since), until: fromLocalInput(v.until), delivery_status: v.delivery_status, verification: v.verification, duplicate: v.duplicate });
