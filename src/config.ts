@@ -43,6 +43,8 @@ export interface Config {
   deliveryPollMs: number;
   /** Where HTTPS forwards are sent from (WEIR_FORWARD_THREAD; src/delivery/thread-transport.ts): auto is a thread of their own on PGlite. */
   forwardThread: 'auto' | 'on' | 'off';
+  /** Whether the capture statement leases a fresh forward to this node's idle worker (WEIR_FORWARD_HANDOFF, on unless 0; src/delivery/handoff.ts). */
+  forwardHandoff: boolean;
   /** Prometheus metrics at /metrics (WEIR_METRICS, on unless 0; docs/operations.md). */
   metrics: boolean;
   /** Bearer token /metrics requires when set (WEIR_METRICS_TOKEN). */
@@ -123,10 +125,13 @@ function deliverySettings(env: Env) {
   if (forwardThread !== 'auto' && forwardThread !== 'on' && forwardThread !== 'off') {
     throw new ConfigError('WEIR_FORWARD_THREAD', `must be auto, on or off, got "${forwardThread}"`);
   }
+  const handoff = str(env, 'WEIR_FORWARD_HANDOFF') ?? '1';
+  if (handoff !== '0' && handoff !== '1') throw new ConfigError('WEIR_FORWARD_HANDOFF', `must be 1 or 0, got "${handoff}"`);
   return {
     forwardTimeoutMs,
     forwardConnectTimeoutMs,
     forwardThread: forwardThread as Config['forwardThread'],
+    forwardHandoff: handoff === '1',
     deliveryConcurrency: boundedInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
     deliveryHoldBytes: boundedInt(env, 'WEIR_DELIVERY_HOLD_MB', 64, 65_536, 0) * 1024 * 1024,
     deliveryLeaseMs,

@@ -110,8 +110,9 @@ export async function startWeir(config: Config, logger = createLogger(config), o
     // forwarding: this node's share of the delivery queue (src/delivery/worker.ts)
     const delivery = await startDelivery({ db, config, logger, metrics: metrics?.delivery, loopMetrics: metrics?.loops });
     started.push(() => delivery.stop());
-    // a fresh capture's forwards go from this node's worker without a claim when it has room (src/delivery/handoff.ts)
-    ingest.handTo(delivery.worker.handoff());
+    // a fresh capture's forwards go from this node's worker without a claim when it has room (src/delivery/handoff.ts);
+    // WEIR_FORWARD_HANDOFF=0: every forward waits for a claim, as before the hand-off
+    if (config.forwardHandoff) ingest.handTo(delivery.worker.handoff());
     // incidents: correlation of recorded failures, automatic resolution, replay supervision (src/incidents/)
     const incidents = startIncidents({ db, logger, asnCsv: config.asnDb, loopMetrics: metrics?.loops });
     started.push(() => incidents.stop());

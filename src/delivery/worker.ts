@@ -432,6 +432,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       );
       return;
     }
+    this.o.metrics?.handedOff(deliveries.length);
     const now = Date.now();
     for (const d of deliveries) this.launch(d, now);
   }

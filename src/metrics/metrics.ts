@@ -24,6 +24,8 @@ export interface DeliveryMetrics {
   attempt(type: 'https' | 'agent', outcome: string, seconds: number): void;
   /** How late a paced forward left after its slot. */
   pacingLag(seconds: number): void;
+  /** Fresh HTTPS forwards the capture statement leased to this node's worker (the hand-off), sent without a claim. */
+  handedOff(count: number): void;
 }
 
 /** What the node reports on each scrape, read when Prometheus asks rather than kept up to date. */
@@ -126,7 +128,13 @@ export class WeirMetrics {
       buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers: [r],
     });
+    const handedOff = new Counter({
+      name: 'weir_delivery_handed_off_total',
+      help: 'Fresh HTTPS forwards the statement storing their capture leased straight to this node\'s worker, sent without a claim (WEIR_FORWARD_HANDOFF).',
+      registers: [r],
+    });
     this.delivery = {
+      handedOff: (count) => handedOff.inc(count),
       attempt: (type, outcome, seconds) => {
         attempts.labels(OUTCOMES.includes(outcome as never) ? outcome : 'failed', type).inc();
         attemptLatency.labels(type).observe(seconds);

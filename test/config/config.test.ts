@@ -54,6 +54,7 @@ const BAD: [string, Record<string, string>, RegExp][] = [
   ['WEIR_PGLITE_FSYNC', { WEIR_PGLITE_FSYNC: 'yes' }, /1 or 0/],
   ['WEIR_DB_MAINTENANCE', { WEIR_DB_MAINTENANCE: 'sometimes' }, /auto, all or off/],
   ['WEIR_FORWARD_THREAD', { WEIR_FORWARD_THREAD: 'yes' }, /auto, on or off/],
+  ['WEIR_FORWARD_HANDOFF', { WEIR_FORWARD_HANDOFF: 'off' }, /1 or 0/],
   ['WEIR_METRICS', { WEIR_METRICS: 'off' }, /1 or 0/],
   ['WEIR_METRICS_TOKEN', { WEIR_METRICS_TOKEN: 'short' }, /at least 16/],
   ['WEIR_METRICS_PORT', { WEIR_METRICS_PORT: 'nine' }, /port number 0-65535/],
@@ -141,6 +142,9 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({}).forwardThread, 'auto');
     assert.equal(loadConfig({ WEIR_FORWARD_THREAD: 'on' }).forwardThread, 'on');
     assert.equal(loadConfig({ WEIR_FORWARD_THREAD: 'off' }).forwardThread, 'off');
+    assert.equal(loadConfig({}).forwardHandoff, true);
+    assert.equal(loadConfig({ WEIR_FORWARD_HANDOFF: '0' }).forwardHandoff, false);
+    assert.equal(loadConfig({ WEIR_FORWARD_HANDOFF: '1' }).forwardHandoff, true);
   });
 
   it('has metrics on and open, and 15 s live-tail heartbeats, unless asked', () => {

@@ -141,3 +141,42 @@ describe('Prometheus metrics of a running Weir', () => {
     }
   });
 });
+
+describe('the hand-off, counted, and switched off (WEIR_FORWARD_HANDOFF)', () => {
+  let rx: Receiver;
+  before(async () => (rx = await startReceiver()));
+  after(async () => rx?.close());
+
+  /** A Weir of its own with `env`, an endpoint forwarding to rx, and what posting `n` captures one after another did. */
+  async function forwarded(env: Record<string, string>, n: number): Promise<Samples> {
+    const store = await freshStore();
+    const weir = await startWeirProcess({ ...store.env, WEIR_ALLOW_PRIVATE_DESTINATIONS: '1', NODE_EXTRA_CA_CERTS: testCa().caFile, WEIR_METRICS_TOKEN: METRICS_TOKEN, ...env });
+    try {
+      const key = weir.bootstrapKey!;
+      const ep = await http(weir.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'quick', forward_url: `${rx.url}/in` } });
+      assert.equal(ep.status, 201, JSON.stringify(ep.json));
+      const before = rx.received.length;
+      // one at a time, each once the one before arrived: an idle worker with free send slots, as the hand-off needs
+      for (let i = 0; i < n; i++) {
+        assert.equal(await capture(weir, ep.json.data.slug, `{"n":${i}}`), 200);
+        await rx.waitFor(before + i + 1);
+      }
+      return await waitUntil(async () => {
+        const samples = parse((await scrape(weir)).text);
+        return samples.get('weir_delivery_attempts_total{outcome="succeeded",destination_type="https"}') === n ? samples : undefined;
+      }, `the ${n} forwards recorded`);
+    } finally {
+      await weir.stop('SIGKILL');
+      await store.drop();
+    }
+  }
+
+  it('counts the forwards handed to an idle worker; with WEIR_FORWARD_HANDOFF=0 none is, and every forward still arrives', async () => {
+    const on = await forwarded({}, 5);
+    // the first capture may meet a worker whose first pass has not ended yet; the ones after it meet an idle one
+    assert.ok(on.get('weir_delivery_handed_off_total')! >= 4, `handed off: ${on.get('weir_delivery_handed_off_total')}`);
+    const off = await forwarded({ WEIR_FORWARD_HANDOFF: '0' }, 5);
+    assert.equal(off.get('weir_delivery_handed_off_total'), 0);
+  });
+});
+
