@@ -76,6 +76,14 @@ function port(env: Env, name: string, dflt: number): number {
   return Number(v);
 }
 
+/** A switch set as 1 or 0; unset or empty: `dflt`. */
+function flag(env: Env, name: string, dflt: boolean): boolean {
+  const v = str(env, name);
+  if (v === undefined) return dflt;
+  if (v !== '0' && v !== '1') throw new ConfigError(name, `must be 1 or 0, got "${v}"`);
+  return v === '1';
+}
+
 function boundedInt(env: Env, name: string, dflt: number, max = Number.MAX_SAFE_INTEGER, min = 1): number {
   const v = str(env, name);
   if (v === undefined) return dflt;
@@ -125,13 +133,11 @@ function deliverySettings(env: Env) {
   if (forwardThread !== 'auto' && forwardThread !== 'on' && forwardThread !== 'off') {
     throw new ConfigError('WEIR_FORWARD_THREAD', `must be auto, on or off, got "${forwardThread}"`);
   }
-  const handoff = str(env, 'WEIR_FORWARD_HANDOFF') ?? '1';
-  if (handoff !== '0' && handoff !== '1') throw new ConfigError('WEIR_FORWARD_HANDOFF', `must be 1 or 0, got "${handoff}"`);
   return {
     forwardTimeoutMs,
     forwardConnectTimeoutMs,
     forwardThread: forwardThread as Config['forwardThread'],
-    forwardHandoff: handoff === '1',
+    forwardHandoff: flag(env, 'WEIR_FORWARD_HANDOFF', true),
     deliveryConcurrency: boundedInt(env, 'WEIR_DELIVERY_CONCURRENCY', 32, 1024),
     deliveryHoldBytes: boundedInt(env, 'WEIR_DELIVERY_HOLD_MB', 64, 65_536, 0) * 1024 * 1024,
     deliveryLeaseMs,
@@ -151,8 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^[a-z0-9]{2,16}$/.test(region)) throw new ConfigError('WEIR_REGION', `must be 2-16 lowercase letters or digits, got "${region}"`);
   const host = str(env, 'WEIR_HOST') ?? '127.0.0.1';
   if (isIP(host) === 0 && !HOSTNAME_RE.test(host)) throw new ConfigError('WEIR_HOST', `must be an IP address or a host name, got "${host}"`);
-  const allow = str(env, 'WEIR_ALLOW_PRIVATE_DESTINATIONS');
-  if (allow !== undefined && allow !== '0' && allow !== '1') throw new ConfigError('WEIR_ALLOW_PRIVATE_DESTINATIONS', `must be 1 or 0, got "${allow}"`);
+  const allowPrivateDestinations = flag(env, 'WEIR_ALLOW_PRIVATE_DESTINATIONS', false);
   const plansValue = str(env, 'WEIR_PLANS');
   let plans = DEFAULT_PLANS;
   if (plansValue !== undefined) {
@@ -172,14 +177,12 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('WEIR_TRUSTED_PROXIES', `must be a comma-separated list of IP addresses or CIDR ranges, got "${p}"`);
     }
   }
-  const fsync = str(env, 'WEIR_PGLITE_FSYNC');
-  if (fsync !== undefined && fsync !== '0' && fsync !== '1') throw new ConfigError('WEIR_PGLITE_FSYNC', `must be 1 or 0, got "${fsync}"`);
+  const pgliteFsync = flag(env, 'WEIR_PGLITE_FSYNC', false);
   const dbMaintenance = str(env, 'WEIR_DB_MAINTENANCE') ?? 'auto';
   if (dbMaintenance !== 'auto' && dbMaintenance !== 'all' && dbMaintenance !== 'off') {
     throw new ConfigError('WEIR_DB_MAINTENANCE', `must be auto, all or off, got "${dbMaintenance}"`);
   }
-  const metrics = str(env, 'WEIR_METRICS') ?? '1';
-  if (metrics !== '0' && metrics !== '1') throw new ConfigError('WEIR_METRICS', `must be 1 or 0, got "${metrics}"`);
+  const metrics = flag(env, 'WEIR_METRICS', true);
   const metricsToken = str(env, 'WEIR_METRICS_TOKEN');
   if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('WEIR_METRICS_TOKEN', 'must be at least 16 characters');
   const logLevel = str(env, 'WEIR_LOG_LEVEL') ?? 'info';
@@ -190,7 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
   const ingestPort = port(env, 'WEIR_INGEST_PORT', 8081);
   if (apiPort !== 0 && apiPort === ingestPort) throw new ConfigError('WEIR_INGEST_PORT', `must differ from WEIR_API_PORT (both are ${apiPort})`);
   const metricsPort = str(env, 'WEIR_METRICS_PORT') === undefined ? undefined : port(env, 'WEIR_METRICS_PORT', 0);
-  if (metricsPort !== undefined && metrics === '0') throw new ConfigError('WEIR_METRICS_PORT', 'is set, but WEIR_METRICS=0 turns metrics off: unset one of them');
+  if (metricsPort !== undefined && !metrics) throw new ConfigError('WEIR_METRICS_PORT', 'is set, but WEIR_METRICS=0 turns metrics off: unset one of them');
   if (metricsPort) {
     const clash = metricsPort === apiPort ? 'WEIR_API_PORT' : metricsPort === ingestPort ? 'WEIR_INGEST_PORT' : undefined;
     if (clash) throw new ConfigError('WEIR_METRICS_PORT', `must differ from ${clash} (both are ${metricsPort})`);
@@ -207,7 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestUrl: url(env, 'WEIR_INGEST_URL'),
     region,
     adminToken,
-    allowPrivateDestinations: allow === '1',
+    allowPrivateDestinations,
     asnDb: readableFile(env, 'WEIR_ASN_DB'),
     plans,
     bootstrapPlan: bootstrapPlan(plansValue !== undefined),
@@ -218,10 +221,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     dbPoolSize: boundedInt(env, 'WEIR_DB_POOL_SIZE', 10, 1000),
     captureBatchMs: boundedInt(env, 'WEIR_CAPTURE_BATCH_MS', 0, 1000, 0),
-    pgliteFsync: fsync === '1',
+    pgliteFsync,
     dbMaintenance,
     ...deliverySettings(env),
-    metrics: metrics === '1',
+    metrics,
     metricsToken,
     metricsPort,
     sseHeartbeatMs: boundedInt(env, 'WEIR_SSE_HEARTBEAT_MS', 15_000, 300_000, 100),

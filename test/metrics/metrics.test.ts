@@ -25,6 +25,11 @@ async function scrape(weir: WeirProcess, token: string | null = METRICS_TOKEN): 
   return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 }
 
+/** A metered Weir's environment on `store`: forwards to loopback over the test CA, /metrics behind METRICS_TOKEN. */
+function meteredEnv(store: Store, extra: Record<string, string> = {}): Record<string, string | undefined> {
+  return { ...store.env, WEIR_ALLOW_PRIVATE_DESTINATIONS: '1', NODE_EXTRA_CA_CERTS: testCa().caFile, WEIR_METRICS_TOKEN: METRICS_TOKEN, ...extra };
+}
+
 async function capture(weir: WeirProcess, slug: string, body = '{}'): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${weir.ingestPort}/h/${slug}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   await res.arrayBuffer();
@@ -39,13 +44,7 @@ describe('Prometheus metrics of a running Weir', () => {
   before(async () => {
     store = await freshStore();
     rx = await startReceiver();
-    weir = await startWeirProcess({
-      ...store.env,
-      WEIR_ALLOW_PRIVATE_DESTINATIONS: '1',
-      NODE_EXTRA_CA_CERTS: testCa().caFile,
-      WEIR_METRICS_TOKEN: METRICS_TOKEN,
-      WEIR_MAX_BODY_BYTES: '1024',
-    });
+    weir = await startWeirProcess(meteredEnv(store, { WEIR_MAX_BODY_BYTES: '1024' }));
   });
   after(async () => {
     await weir?.stop('SIGKILL');
@@ -150,7 +149,7 @@ describe('the hand-off, counted, and switched off (WEIR_FORWARD_HANDOFF)', () =>
   /** A Weir of its own with `env`, an endpoint forwarding to rx, and what posting `n` captures one after another did. */
   async function forwarded(env: Record<string, string>, n: number): Promise<Samples> {
     const store = await freshStore();
-    const weir = await startWeirProcess({ ...store.env, WEIR_ALLOW_PRIVATE_DESTINATIONS: '1', NODE_EXTRA_CA_CERTS: testCa().caFile, WEIR_METRICS_TOKEN: METRICS_TOKEN, ...env });
+    const weir = await startWeirProcess(meteredEnv(store, env));
     try {
       const key = weir.bootstrapKey!;
       const ep = await http(weir.base, 'POST', '/v1/endpoints', { token: key, body: { name: 'quick', forward_url: `${rx.url}/in` } });
