@@ -7,7 +7,7 @@
 //
 // Parameters: $1 the destination type (CLAIM_DUE*) or the connected
 // agents' ids (CLAIM_DUE_OF_AGENTS*), $2 limit, $3 pacing horizon ms,
-// $4 lease ms, $5 node.
+// $4 lease ms, $5 node, $6 the claim's lease seed (LEASE_ID, below).
 import type { DestinationType } from './transport.ts';
 
 /** A row of the claim statement: the claimed delivery, its capture and its destination as they are now. */
@@ -96,6 +96,19 @@ export interface ClaimRow {
  */
 export const PACING_LATE_MS = 500;
 
+/**
+ * A claimed row's lease id: the MD5 of the claim's seed ($6, a random UUID
+ * drawn in this process for each claim statement) and the delivery's id,
+ * so it is new for every claim of a delivery (a worker whose lease ran out
+ * cannot record over the next holder's) and different for every delivery
+ * of a claim (releaseLeases and renewLeases name leases one delivery at a
+ * time). Not gen_random_uuid(): PGlite serves its random bytes by opening,
+ * reading and closing /dev/urandom in its JavaScript file system for every
+ * call, which cost 25-30 µs of a claimed row's 150-180 on PGlite
+ * (docs/forwarding.md, "A claim's lease id").
+ */
+const LEASE_ID = `md5($6::text || d.id::text)::uuid`;
+
 /** Whether a claimed delivery takes a new slot: it has none, or its slot is too late to use (PACING_LATE_MS). */
 const NEEDS_SLOT = `(next.paced_slot is null or next.paced_slot < now() - interval '${PACING_LATE_MS} milliseconds')`;
 
@@ -142,7 +155,7 @@ export const CLAIM_DUE = `with next as materialized (
               next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
               lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
               leased_by = case when plan.go then $5 end,
-              lease_id = case when plan.go then gen_random_uuid() end,
+              lease_id = case when plan.go then ${LEASE_ID} end,
               updated_at = now()
          from plan
         where d.id = plan.id
@@ -239,7 +252,7 @@ export const CLAIM_DUE_PACING_BATCHES = `with next as materialized (
               next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
               lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
               leased_by = case when plan.go then $5 end,
-              lease_id = case when plan.go then gen_random_uuid() end,
+              lease_id = case when plan.go then ${LEASE_ID} end,
               updated_at = now()
          from plan
         where d.id = plan.id
@@ -341,7 +354,7 @@ export const CLAIM_DUE_OF_AGENTS = `with heads as materialized (
               next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
               lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
               leased_by = case when plan.go then $5 end,
-              lease_id = case when plan.go then gen_random_uuid() end,
+              lease_id = case when plan.go then ${LEASE_ID} end,
               updated_at = now()
          from plan
         where d.id = plan.id
@@ -451,7 +464,7 @@ export const CLAIM_DUE_OF_AGENTS_PACING_BATCHES = `with heads as materialized (
               next_attempt_at = case when plan.go then d.next_attempt_at else plan.slot end,
               lease_until = case when plan.go then greatest(coalesce(plan.slot, now()), now()) + $4 * interval '1 millisecond' end,
               leased_by = case when plan.go then $5 end,
-              lease_id = case when plan.go then gen_random_uuid() end,
+              lease_id = case when plan.go then ${LEASE_ID} end,
               updated_at = now()
          from plan
         where d.id = plan.id

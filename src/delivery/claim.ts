@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Db, Queryable, Settings } from '../db/db.ts';
 import { agentRetry, destinationRetry } from './retry-policy.ts';
 import { CLAIM_DUE, CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES, CLAIM_DUE_PACING_BATCHES, type ClaimRow } from './claim-statement.ts';
@@ -109,7 +110,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
     : batches
       ? [CLAIM_DUE_PACING_BATCHES, 'weir_claim_pacing_batches']
       : [CLAIM_DUE, 'weir_claim'];
-  const { rows } = await db.query<ClaimRow>(statement, [ofAgents ? o.agentIds : o.destinationType, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node], { name });
+  const { rows } = await db.query<ClaimRow>(statement, [ofAgents ? o.agentIds : o.destinationType, o.limit, PACING_HORIZON_MS, o.leaseMs, o.node, randomUUID()], { name });
   if (rows.length === 0) return { claimed: [], rescheduled: 0, pacedBatches: batches && (await pacedBatchesExist(db)) };
   // The database's clock hands out slots; convert them to this process's
   // clock, pairing the statement's start there with when it was sent here.

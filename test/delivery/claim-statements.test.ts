@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { setStatements, type Queryable, type Settings } from '../../src/db/db.ts';
 import { newId } from '../../src/db/ids.ts';
@@ -114,8 +115,8 @@ const VARIANTS: Variant[] = [
 ];
 
 /** Runs one claim statement (committed) as claimDeliveries does. */
-async function claimWith(v: Variant, who: string | string[], limit: number): Promise<ClaimRow[]> {
-  return t.db.withSettings(CLAIM_SETTINGS, async (q) => (await q.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node'])).rows);
+async function claimWith(v: Variant, who: string | string[], limit: number, seed: string = randomUUID()): Promise<ClaimRow[]> {
+  return t.db.withSettings(CLAIM_SETTINGS, async (q) => (await q.query<ClaimRow>(v.sql, [who, limit, PACING_HORIZON_MS, 60_000, 'test-node', seed])).rows);
 }
 
 async function pendingState(): Promise<string> {
@@ -156,6 +157,22 @@ for (const v of VARIANTS) {
       assert.equal(typeof rows[0].paced_batches === 'boolean', v.batches, 'only the statement with batch pacing says whether batches are paced');
       const again = await claimWith(v, k.who, 10);
       assert.deepEqual(again.map((r) => r.id), [ids[0]], 'a leased delivery is not claimed again');
+    });
+
+    it('gives every delivery of a claim its own lease id, and a delivery claimed again a new one', async () => {
+      const k = await kinds();
+      const ids = await queue([k.mine({ dueMsAgo: 3_000 }), k.mine({ dueMsAgo: 2_000 }), k.mine({ dueMsAgo: 1_000 })]);
+      const seed = randomUUID();
+      const first = await claimWith(v, k.who, 10, seed);
+      assert.deepEqual(first.map((r) => r.id).sort(), [...ids].sort());
+      const leases = first.map((r) => r.lease_id!);
+      assert.equal(new Set(leases).size, 3, 'one lease id a delivery');
+      for (const l of leases) assert.match(l, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      // the lease ran out: the same delivery claimed again, even with the same seed, gets a lease id of its own
+      await t.db.query(`update deliveries set status = 'pending', lease_id = null, lease_until = null where id = $1`, [ids[0]]);
+      const again = await claimWith(v, k.who, 10);
+      assert.deepEqual(again.map((r) => r.id), [ids[0]]);
+      assert.ok(!leases.includes(again[0].lease_id!), 'a new claim, a new lease id');
     });
 
     it('returns what it leased in due order, then by id, however the rows were inserted (the order the worker launches them in)', async () => {
@@ -308,7 +325,7 @@ describe('CLAIM_DUE_OF_AGENTS takes what CLAIM_DUE would, filtered to the connec
             order by next_attempt_at limit $2`,
           [connected, limit],
         );
-        const { rows: g } = await tx.query<ClaimRow>(CLAIM_DUE_OF_AGENTS, [connected, limit, PACING_HORIZON_MS, 60_000, 'n']);
+        const { rows: g } = await tx.query<ClaimRow>(CLAIM_DUE_OF_AGENTS, [connected, limit, PACING_HORIZON_MS, 60_000, 'n', randomUUID()]);
         return [e.map((r) => r.id).sort(), g.map((r) => r.id).sort()];
       });
       assert.deepEqual(got, expected, `limit ${limit}`);
@@ -397,14 +414,14 @@ describe('the agent claim reads only the connected agents\' queues', () => {
       await assertWakeUpWalks();
       // the claims as the worker runs them (CLAIM_SETTINGS): each walks its queue's index and fetches what it
       // leased, and their captures, by primary key
-      for (const sql of [CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) assertAgentWalk(await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS));
+      for (const sql of [CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) assertAgentWalk(await genericPlanOf(t.db, sql, 6, CLAIM_SETTINGS));
       for (const sql of [CLAIM_DUE, CLAIM_DUE_PACING_BATCHES]) {
-        const plan = await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS);
+        const plan = await genericPlanOf(t.db, sql, 6, CLAIM_SETTINGS);
         assert.match(plan, /Index Scan using deliveries_due on deliveries d\b/, plan);
         assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap Heap Scan on deliveries/, plan);
       }
       for (const sql of [CLAIM_DUE, CLAIM_DUE_OF_AGENTS]) {
-        const plan = await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS);
+        const plan = await genericPlanOf(t.db, sql, 6, CLAIM_SETTINGS);
         assert.match(plan, /Index Scan using deliveries_pkey on deliveries d_1/, plan);
         assert.doesNotMatch(plan, /Seq Scan on captured_requests/, plan);
       }
@@ -418,7 +435,7 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     await t.db.exec('analyze deliveries');
     await assertWakeUpWalks();
     for (const sql of [CLAIM_DUE, CLAIM_DUE_PACING_BATCHES, CLAIM_DUE_OF_AGENTS, CLAIM_DUE_OF_AGENTS_PACING_BATCHES]) {
-      const plan = await genericPlanOf(t.db, sql, 5, CLAIM_SETTINGS);
+      const plan = await genericPlanOf(t.db, sql, 6, CLAIM_SETTINGS);
       assert.doesNotMatch(plan, /Seq Scan on deliveries|Bitmap Heap Scan on deliveries/, plan);
     }
   });
@@ -450,14 +467,14 @@ describe('the agent claim reads only the connected agents\' queues', () => {
     const connected = await backlog();
     for (const analyzed of [false, true]) {
       if (analyzed) await t.db.exec('analyze deliveries');
-      const claim = await planOf(CLAIM_DUE_OF_AGENTS, [connected, 32, PACING_HORIZON_MS, 60_000, 'n']);
+      const claim = await planOf(CLAIM_DUE_OF_AGENTS, [connected, 32, PACING_HORIZON_MS, 60_000, 'n', randomUUID()]);
       assertAgentWalk(claim);
       // each head is fetched and locked by its id, not matched against a walk of a whole index
       assert.match(claim, /CTE Scan on heads h[^\n]*\n(\s+(Storage|Buffers):[^\n]*\n)*\s*-> {2}Index Scan using deliveries_pkey on deliveries d \(/, claim);
       assert.doesNotMatch(claim, /Scan using (?!deliveries_pkey )\w+ on deliveries d \(/, claim);
       // the index scans read the 6 connected rows, and the claim leases them
       assert.match(claim, /Update on deliveries/, claim);
-      assertAgentWalk(await planOf(CLAIM_DUE_OF_AGENTS_PACING_BATCHES, [connected, 32, PACING_HORIZON_MS, 60_000, 'n']));
+      assertAgentWalk(await planOf(CLAIM_DUE_OF_AGENTS_PACING_BATCHES, [connected, 32, PACING_HORIZON_MS, 60_000, 'n', randomUUID()]));
       // the wake-up's query as its function runs it (migration 0025), with the connected agents
       assertAgentWalk(await planOf(WAKE_UP_QUERIES.deliveries_next_due_of_agents.query, [connected], INDEX_WALK_SETTINGS));
     }
