@@ -155,7 +155,9 @@ with live as (
          case when p.handed then 'in_flight' else 'pending' end,
          case when p.handed then now() + $11::int * interval '1 millisecond' end,
          case when p.handed then $12::text end,
-         case when p.handed then gen_random_uuid() end
+         -- the delivery's first lease: its id and the node make it unique (a claim's lease id mixes in a random
+         -- seed: LEASE_ID in src/delivery/claim-statement.ts); no gen_random_uuid(), which reads /dev/urandom on PGlite
+         case when p.handed then md5($12::text || p.id::text)::uuid end
     from (select planned.*, planned.eligible and handoff.open
                  and count(*) filter (where planned.eligible) over (order by planned.id rows unbounded preceding) <= $10::int as handed
             from planned, handoff) p
