@@ -4,7 +4,7 @@ import { newId } from '../../src/db/ids.ts';
 import { storeCaptures } from '../../src/ingest/store.ts';
 import { drainCaptureOutbox } from '../../src/subscriptions/capture-events.ts';
 import { insertEvents } from '../../src/subscriptions/emit.ts';
-import { claimEvents, nextEventDueAt } from '../../src/subscriptions/queue.ts';
+import { claimEvents, completeEvent, nextEventDueAt, releaseEventLeases } from '../../src/subscriptions/queue.ts';
 import { createSubscription } from '../../src/subscriptions/subscriptions.ts';
 import { seedOrg, useTestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
@@ -151,5 +151,21 @@ describe('subscription event guarantees', () => {
     assert.equal(claimed.length, 1, 'one event per subscription at a time');
     assert.equal(await nextEventDueAt(t.db), null);
     assert.deepEqual(await claimEvents(t.db, { limit: 10, leaseMs: 60_000 }), []);
+  });
+
+  it('gives an event claimed again a new lease id, so the worker that gave it back cannot record over the next holder', async () => {
+    const s = await seedOrg(t.db);
+    const r = await createSubscription(t.db, { organizationId: s.org.id, targetUrl: 'https://example.com/hook', eventTypes: ['incident.opened'], createdBy: null });
+    assert.ok(r.ok);
+    const event = { organizationId: s.org.id, type: 'incident.opened' as const, data: { object: {} } };
+    await t.db.transaction((tx) => insertEvents(tx, [{ subscriptionId: r.subscription.id, event }]));
+    const [first] = await claimEvents(t.db, { limit: 10, leaseMs: 60_000 });
+    assert.equal(await releaseEventLeases(t.db, [first.leaseId]), 1);
+    const [second] = await claimEvents(t.db, { limit: 10, leaseMs: 60_000 });
+    assert.equal(second.id, first.id);
+    assert.notEqual(second.leaseId, first.leaseId);
+    const outcome = { decision: { status: 'succeeded' as const }, statusCode: 200, error: null, gone: false };
+    assert.equal(await completeEvent(t.db, first, outcome), false, 'the old lease records nothing');
+    assert.equal(await completeEvent(t.db, second, outcome), true);
   });
 });
