@@ -8,6 +8,7 @@
 // Parameters: $1 the destination type (CLAIM_DUE*) or the connected
 // agents' ids (CLAIM_DUE_OF_AGENTS*), $2 limit, $3 pacing horizon ms,
 // $4 lease ms, $5 node, $6 the claim's lease seed (LEASE_ID, below).
+import { leaseIdSql } from './lease-id.ts';
 import type { DestinationType } from './transport.ts';
 
 /** A row of the claim statement: the claimed delivery, its capture and its destination as they are now. */
@@ -96,18 +97,8 @@ export interface ClaimRow {
  */
 export const PACING_LATE_MS = 500;
 
-/**
- * A claimed row's lease id: the MD5 of the claim's seed ($6, a random UUID
- * drawn in this process for each claim statement) and the delivery's id,
- * so it is new for every claim of a delivery (a worker whose lease ran out
- * cannot record over the next holder's) and different for every delivery
- * of a claim (releaseLeases and renewLeases name leases one delivery at a
- * time). Not gen_random_uuid(): PGlite serves its random bytes by opening,
- * reading and closing /dev/urandom in its JavaScript file system for every
- * call, which cost 25-30 µs of a claimed row's 150-180 on PGlite
- * (docs/forwarding.md, "A claim's lease id").
- */
-const LEASE_ID = `md5($6::text || d.id::text)::uuid`;
+/** A claimed row's lease id, from the claim's seed ($6): leaseIdSql. */
+const LEASE_ID = leaseIdSql('$6', 'd.id');
 
 /** Whether a claimed delivery takes a new slot: it has none, or its slot is too late to use (PACING_LATE_MS). */
 const NEEDS_SLOT = `(next.paced_slot is null or next.paced_slot < now() - interval '${PACING_LATE_MS} milliseconds')`;

@@ -3,6 +3,7 @@ import { DELIVERY_CHANNEL } from '../delivery/enqueue.ts';
 import { CAPTURES_CHANNEL } from '../subscriptions/emit.ts';
 import type { Capture } from '../requests/captures.ts';
 import { handedDelivery, type Handoff, type HandedRow } from '../delivery/handoff.ts';
+import { leaseIdSql } from '../delivery/lease-id.ts';
 
 /**
  * What became of one capture:
@@ -155,9 +156,8 @@ with live as (
          case when p.handed then 'in_flight' else 'pending' end,
          case when p.handed then now() + $11::int * interval '1 millisecond' end,
          case when p.handed then $12::text end,
-         -- the delivery's first lease: its id and the node make it unique (a claim's lease id mixes in a random
-         -- seed: LEASE_ID in src/delivery/claim-statement.ts); no gen_random_uuid(), which reads /dev/urandom on PGlite
-         case when p.handed then md5($12::text || p.id::text)::uuid end
+         -- the delivery's first lease, seeded by the node (leaseIdSql)
+         case when p.handed then ${leaseIdSql('$12', 'p.id')} end
     from (select planned.*, planned.eligible and handoff.open
                  and count(*) filter (where planned.eligible) over (order by planned.id rows unbounded preceding) <= $10::int as handed
             from planned, handoff) p

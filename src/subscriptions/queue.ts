@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db/db.ts';
+import { leaseIdSql } from '../delivery/lease-id.ts';
 import type { Decision } from '../delivery/retry-policy.ts';
 
 /** An event delivery a worker holds the lease of, with its subscription's target and secrets. */
@@ -49,7 +50,7 @@ export async function claimEvents(db: Db, o: { limit: number; leaseMs: number })
      ),
      claimed as (
        update subscription_events e
-          set status = 'in_flight', lease_until = now() + $2 * interval '1 millisecond', lease_id = md5($3::text || e.id::text)::uuid, updated_at = now()
+          set status = 'in_flight', lease_until = now() + $2 * interval '1 millisecond', lease_id = ${leaseIdSql('$3', 'e.id')}, updated_at = now()
          from pick where e.id = pick.event_id and e.status = 'pending'
         returning e.*
      ),
@@ -60,8 +61,7 @@ export async function claimEvents(db: Db, o: { limit: number; leaseMs: number })
             p.target_url, p.secret, p.previous_secret
        from claimed c join pick p on p.event_id = c.id
       order by c.seq`,
-    // $3: this claim's lease seed, as a delivery claim's (LEASE_ID in src/delivery/claim-statement.ts: no
-    // gen_random_uuid(), which on PGlite opens and reads /dev/urandom in JavaScript for every call)
+    // $3: this claim's lease seed (leaseIdSql)
     [o.limit, o.leaseMs, randomUUID()],
   );
   return rows.map((r) => ({
