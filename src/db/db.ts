@@ -67,13 +67,14 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /**
    * Runs fn with `settings` (planner and commit settings, name to value) in
-   * force for its statements and for no one else's. Whether fn's statements
-   * commit one by one or together is the adapter's choice, and callers must
-   * not depend on either: on PostgreSQL each commits on its own, on
-   * connections of their own opened with the settings (at most two per
-   * distinct settings), so a statement is one round trip; on PGlite, whose
-   * one connection is everyone's, fn runs in a transaction that sets them
-   * locally.
+   * force for its statements and for no one else's. Each of fn's statements
+   * commits on its own, so a failed one undoes nothing before it. On
+   * PostgreSQL they run on connections of their own opened with the
+   * settings (at most two per distinct settings), so a statement is one
+   * round trip; on PGlite, whose one connection is everyone's, each runs in
+   * a transaction of its own that sets them locally, a named statement sent
+   * with its BEGIN, the settings and its COMMIT in one call into the
+   * backend (pglite.ts).
    */
   withSettings<T>(settings: Settings, fn: (q: Queryable) => Promise<T>): Promise<T>;
   /**

@@ -210,6 +210,36 @@ describe('transactions', () => {
     assert.deepEqual(warnings.filter((w) => /already executing a query/.test(w)), []);
   });
 
+  it('runs named statements with settings: each commits with them in force, counts its rows, delivers its notifications, and a failure rolls back alone', async () => {
+    await tdb.db.query('delete from db_test');
+    const settings = { lock_timeout: '4321', enable_seqscan: 'off' };
+    const insert = `insert into db_test (id, v) select g, current_setting('lock_timeout') || ' ' || current_setting('enable_seqscan')
+                      from generate_series($1::int, $2::int) g returning id`;
+    const heard: string[] = [];
+    const unlisten = await tdb.db.listen('db_test_settled', (p) => heard.push(p));
+    try {
+      const res = await tdb.db.withSettings(settings, async (q) => {
+        const first = await q.query<{ id: number }>(insert, [1, 3], { name: 'db_test_settled_insert' });
+        await q.query(`select pg_notify('db_test_settled', $1)`, ['from a named statement'], { name: 'db_test_settled_notify' });
+        // a failing named statement: its own transaction rolls back, the rows before it stay
+        await assert.rejects(q.query('insert into db_test (id, v) values ($1::int, $2::text), ($1::int, $2::text)', [10, 'twice'], { name: 'db_test_settled_dup' }), (e) => sqlState(e) === '23505');
+        const again = await q.query<{ id: number }>(insert, [4, 4], { name: 'db_test_settled_insert' });
+        return [first, again];
+      });
+      assert.deepEqual(res.map((r) => [r.rowCount, r.rows.map((x) => x.id)]), [[3, [1, 2, 3]], [1, [4]]]);
+      const { rows } = await tdb.db.query<{ id: number; v: string }>('select id, v from db_test order by id');
+      assert.deepEqual(rows.map((r) => [r.id, r.v]), [1, 2, 3, 4].map((id) => [id, '4321ms off']), 'committed, with the settings in force, and nothing of the failed one');
+      await until(() => heard.length === 1);
+      assert.deepEqual(heard, ['from a named statement']);
+      // no transaction was left open: outside, the settings are the connection's own, and a transaction can begin
+      const outside = (await tdb.db.query<{ s: string }>(`select current_setting('enable_seqscan') as s`)).rows[0].s;
+      assert.equal(outside, 'on');
+      assert.equal(await tdb.db.transaction(async (tx) => (await tx.query<{ n: number }>('select count(*)::int as n from db_test')).rows[0].n), 4);
+    } finally {
+      await unlisten();
+    }
+  });
+
   it('refuses a setting that is not a plain name and value', async () => {
     await assert.rejects(tdb.db.withSettings({ 'lock_timeout = 0; drop table db_test; --': 'x' }, async () => 1), /not a setting/);
     await tdb.db.query('select 1 from db_test limit 1'); // the table is still there
