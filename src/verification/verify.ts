@@ -90,6 +90,24 @@ const DIGEST_BYTES: Record<HmacAlgorithm, number> = { sha1: 20, sha256: 32, sha5
 
 const HEX_CHAR = /^[0-9a-fA-F]*$/;
 
+/** Whether `text[from, to)` is hex digits only. */
+function hexAt(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    const lower = c | 0x20;
+    if (!((c >= 48 && c <= 57) || (lower >= 97 && lower <= 102))) return false;
+  }
+  return true;
+}
+
+/**
+ * What String.prototype.trim removes, of the characters a header value can
+ * hold (Node's parser gives header values as latin1: U+0000 to U+00FF).
+ */
+function trimmable(c: number): boolean {
+  return (c >= 9 && c <= 13) || c === 32 || c === 0xa0;
+}
+
 /**
  * The signature as sent, trimmed, if it is a digest of `algorithm` in
  * `encoding`; undefined when malformed. Signatures are plain strings, their
@@ -108,11 +126,11 @@ function signature(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm
  * constant time: every character is compared, hex letters without regard
  * to case.
  */
-function sameDigest(text: string, encoding: HmacEncoding, expected: string): boolean {
-  if (text.length !== expected.length) return false;
+function sameDigest(text: string, encoding: HmacEncoding, expected: string, at = 0, length = text.length): boolean {
+  if (length !== expected.length) return false;
   const fold = encoding === 'hex' ? 0x20 : 0;
   let diff = 0;
-  for (let i = 0; i < text.length; i++) diff |= (text.charCodeAt(i) | fold) ^ expected.charCodeAt(i);
+  for (let i = 0; i < length; i++) diff |= (text.charCodeAt(at + i) | fold) ^ expected.charCodeAt(i);
   return diff === 0;
 }
 
@@ -154,12 +172,22 @@ let message = Buffer.allocUnsafeSlow(16 * 1024);
  */
 type Part = string | Buffer | undefined;
 
-function partBytes(p: Part): number {
-  return p === undefined ? 0 : typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
+/** At least the bytes a part takes (a string's UTF-8 takes at most 3 a UTF-16 unit), so counting it needs no pass over it. */
+function partBound(p: Part): number {
+  return p === undefined ? 0 : typeof p === 'string' ? 3 * p.length : p.length;
 }
 
 function writePart(p: Part, at: number): number {
-  return p === undefined ? 0 : typeof p === 'string' ? message.write(p, at, 'utf8') : p.copy(message, at);
+  if (p === undefined) return 0;
+  if (typeof p !== 'string') return p.copy(message, at);
+  // The short ASCII parts (a timestamp, a '.') byte by byte: a native write costs more than they do.
+  if (p.length > 32) return message.write(p, at, 'utf8');
+  for (let i = 0; i < p.length; i++) {
+    const c = p.charCodeAt(i);
+    if (c > 127) return message.write(p, at, 'utf8');
+    message[at + i] = c;
+  }
+  return p.length;
 }
 
 /**
@@ -175,18 +203,18 @@ function writePart(p: Part, at: number): number {
  */
 function hmac(key: HmacKey, encoding: HmacEncoding, a: Part, b?: Part, c?: Part, d?: Part, e?: Part): string {
   const block = key.innerPad.length;
-  const size = block + partBytes(a) + partBytes(b) + partBytes(c) + partBytes(d) + partBytes(e);
+  const bound = block + partBound(a) + partBound(b) + partBound(c) + partBound(d) + partBound(e);
   let inner: string;
-  if (size <= ONE_SHOT_MAX_BYTES) {
-    if (message.length < size) message = Buffer.allocUnsafeSlow(ONE_SHOT_MAX_BYTES);
+  if (bound <= ONE_SHOT_MAX_BYTES) {
+    if (message.length < bound) message = Buffer.allocUnsafeSlow(ONE_SHOT_MAX_BYTES);
     key.innerPad.copy(message, 0);
     let at = block;
     at += writePart(a, at);
     at += writePart(b, at);
     at += writePart(c, at);
     at += writePart(d, at);
-    writePart(e, at);
-    inner = hash(key.algorithm, message.subarray(0, size), 'binary');
+    at += writePart(e, at);
+    inner = hash(key.algorithm, message.subarray(0, at), 'binary');
   } else {
     const h = createHash(key.algorithm).update(key.innerPad);
     for (const p of [a, b, c, d, e]) if (p !== undefined) h.update(p);
@@ -200,7 +228,9 @@ function hmac(key: HmacKey, encoding: HmacEncoding, a: Part, b?: Part, c?: Part,
 function matchesUnder(key: HmacKey, candidates: Candidates, a: Part, b?: Part, c?: Part, d?: Part, e?: Part): boolean {
   const expected = hmac(key, candidates.encoding, a, b, c, d, e);
   let ok = false;
-  for (let i = 0; i < candidates.count; i++) if (sameDigest(candidates.texts[i], candidates.encoding, expected)) ok = true;
+  for (let i = 0; i < candidates.count; i++) {
+    if (sameDigest(candidates.texts[i], candidates.encoding, expected, candidates.at[i], candidates.lengths[i])) ok = true;
+  }
   return ok;
 }
 
@@ -211,10 +241,13 @@ function matchesUnder(key: HmacKey, candidates: Candidates, a: Part, b?: Part, c
  */
 interface Candidates {
   encoding: HmacEncoding;
+  /** Each signature is texts[i] from at[i], lengths[i] characters: a Stripe header's are compared where they lie in it. */
   texts: string[];
+  at: number[];
+  lengths: number[];
   count: number;
 }
-const candidates: Candidates = { encoding: 'hex', texts: [], count: 0 };
+const candidates: Candidates = { encoding: 'hex', texts: [], at: [], lengths: [], count: 0 };
 
 /** Starts gathering a check's signatures in `encoding`. */
 function gather(encoding: HmacEncoding): Candidates {
@@ -224,7 +257,14 @@ function gather(encoding: HmacEncoding): Candidates {
 }
 
 function add(set: Candidates, text: string): void {
-  set.texts[set.count++] = text;
+  addAt(set, text, 0, text.length);
+}
+
+/** A signature that is `length` characters of `text` from `at`. */
+function addAt(set: Candidates, text: string, at: number, length: number): void {
+  set.texts[set.count] = text;
+  set.at[set.count] = at;
+  set.lengths[set.count++] = length;
 }
 
 /** A check's one signature. */
@@ -257,8 +297,8 @@ function withinTolerance(v: Verifier, timestampSeconds: number, nowMs: number): 
 function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResult {
   const header = headerValue(r.rawHeaders, 'stripe-signature');
   if (header === undefined) return FAILED.missing_signature;
-  // Items are read in place (a key is compared where it lies; only values
-  // are cut out), the last `t` counting, as a split would have it.
+  // Items are read in place (keys and signatures are compared where they
+  // lie; only `t` is cut out), the last `t` counting, as a split would have it.
   let t: string | undefined;
   const sigs = gather('hex');
   for (let start = 0; start <= header.length; ) {
@@ -269,9 +309,12 @@ function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
       const key = keyOf(header, start, eq);
       if (key === 't') t = header.slice(eq + 1, end).trim();
       else if (key === 'v1') {
-        const sig = signature(header.slice(eq + 1, end), 'hex', 'sha256');
-        if (!sig) return FAILED.malformed_signature;
-        add(sigs, sig);
+        let from = eq + 1;
+        let to = end;
+        while (from < to && trimmable(header.charCodeAt(from))) from++;
+        while (to > from && trimmable(header.charCodeAt(to - 1))) to--;
+        if (to - from !== 2 * DIGEST_BYTES.sha256 || !hexAt(header, from, to)) return FAILED.malformed_signature;
+        addAt(sigs, header, from, to - from);
       }
     }
     start = end + 1;

@@ -188,6 +188,17 @@ describe('stripe specifics', () => {
       assert.deepEqual(sig(bad), failed('malformed_signature'), bad);
     }
   });
+  test('signatures are read where they lie in the header: spaces around items and values are ignored, a control character is not hex', () => {
+    const t = now();
+    const good = createHmac('sha256', secret).update(`${t}.{}`).digest('hex');
+    const header = (value: string) => verifyRequest(v, request({ 'Stripe-Signature': value }, '{}'));
+    assert.deepEqual(header(` t=${t} , v1= ${good}\t, v0=x`), verified);
+    assert.deepEqual(header(`t=${t},v1=\u00a0${good}\u00a0`), verified);
+    // 0x10-0x19 are '0'-'9' with the case bit set: not hex digits for all that
+    assert.deepEqual(header(`t=${t},v1=${good.slice(0, 10)}\u0010${good.slice(11)}`), failed('malformed_signature'));
+    const otherLetter = good[10] === 'a' ? 'B' : 'A';
+    assert.deepEqual(header(`t=${t},v1=${good.slice(0, 10)}${otherLetter}${good.slice(11)}`), failed('bad_signature'));
+  });
   test('binary bodies: the bytes as received are what is signed', () => {
     const body = randomBytes(4096);
     const t = now();
