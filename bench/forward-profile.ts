@@ -50,7 +50,12 @@ async function drain(n: number, c: Counter): Promise<number> {
     db: counted(db, c),
     logger: pino({ level: 'warn' }),
     node: 'bench',
-    transport: { destinationType: 'https', send: (d, s) => http.send(d, s), close: async () => {} },
+    transport: {
+      destinationType: 'https',
+      send: (d, s) => http.send(d, s),
+      ...(http.queueLimit !== undefined && { queueLimit: http.queueLimit, sendQueued: (d, s, by) => http.sendQueued!(d, s, by) }),
+      close: async () => {},
+    },
     concurrency: CONCURRENCY,
     // as startDelivery runs it (claim-ahead, the unrecorded limit)
     ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY, holdBytes: loadConfig({}).deliveryHoldBytes }),

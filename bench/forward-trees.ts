@@ -63,7 +63,13 @@ async function openTree(name: string, root: string): Promise<Tree> {
   // the transport startDelivery gives this database (a thread of its own on PGlite since 2026-12-01; WEIR_FORWARD_THREAD), else the tree's HttpTransport
   const httpOpts = { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca };
   const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD }), httpOpts) : new HttpTransport(httpOpts);
-  const transport = { destinationType: 'https', send: (d: unknown, signal: AbortSignal) => http.send(d, signal), close: async () => {} };
+  // the transport's own queue where the tree has one (Transport.queueLimit, since 2026-12-03)
+  const transport = {
+    destinationType: 'https',
+    send: (d: unknown, signal: AbortSignal) => http.send(d, signal),
+    ...(http.queueLimit !== undefined && { queueLimit: http.queueLimit, sendQueued: (d: unknown, signal: AbortSignal, startBy: number) => http.sendQueued(d, signal, startBy) }),
+    close: async () => {},
+  };
   async function capture(n: number): Promise<void> {
     const caps = Array.from({ length: n }, () => {
       const id = newId();

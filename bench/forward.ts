@@ -118,7 +118,13 @@ async function capture(n: number, into: { id: string } = endpoint): Promise<stri
 // connections stay warm between rounds, as the direct baseline's do.
 // The transport startDelivery gives this database (benchTransport).
 const http = benchTransport(db);
-const transport: Transport = { destinationType: 'https', send: (d, signal) => (step('handed to the transport'), http.send(d, signal)), close: async () => {} };
+const transport: Transport = {
+  destinationType: 'https',
+  send: (d, signal) => (step('handed to the transport'), http.send(d, signal)),
+  // the thread's own queue (Transport.queueLimit), as the worker of a PGlite node uses it
+  ...(http.queueLimit !== undefined && { queueLimit: http.queueLimit, sendQueued: (d, signal, startBy) => (step('handed to the transport'), http.sendQueued!(d, signal, startBy)) }),
+  close: async () => {},
+};
 
 let settled = 0;
 // The worker's statements are counted; the bench's own (captures, reports) are not.

@@ -4,18 +4,32 @@
  * requests and answering with batches of results. It runs in a
  * worker_thread, so TLS, undici and the answers' parsing run beside the
  * main thread, which on PGlite also runs the database.
+ *
+ * With a queue limit it runs at most that many attempts at once and starts
+ * the next waiting one, first in first out, as each answer comes in: the
+ * main thread may be inside a database call for milliseconds, and a send
+ * slot that waited for it to read the answer would stand idle meanwhile
+ * (docs/forwarding.md). A waiting request whose signal aborts, or whose
+ * `startBy` passes before its turn, is answered as not started.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { HttpTransport, type HttpTransportOptions } from './http-transport.ts';
-import { readJobs, ResultBatch, type ToThread } from './thread-protocol.ts';
+import { HttpTransport } from './http-transport.ts';
+import { readJobs, ResultBatch, type Job, type ToThread } from './thread-protocol.ts';
+import type { ThreadedHttpTransportOptions } from './thread-transport.ts';
 
 if (!parentPort) throw new Error('http-thread.ts runs in a worker thread (ThreadedHttpTransport)');
 const port = parentPort;
-const transport = new HttpTransport(workerData as HttpTransportOptions);
+const { queueLimit, ...options } = workerData as ThreadedHttpTransportOptions;
+const transport = new HttpTransport(options);
+const limit = queueLimit ?? Infinity;
 /** One controller a signal of the main thread (by its number there), aborted when that signal is. */
 const controllers = new Map<number, AbortController>();
 /** Sends in flight a signal, so its controller goes when its last send does. */
 const inFlight = new Map<number, number>();
+/** Attempts running now, at most `limit`. */
+let running = 0;
+/** Requests waiting for one of the `limit` attempts, in arrival order. */
+let queue: Job[] = [];
 
 let results = new ResultBatch();
 let flushing = false;
@@ -25,6 +39,13 @@ function flush(): void {
   results = new ResultBatch();
   port.postMessage(message, transfer);
 }
+/** Every answer of this turn in one message. */
+function answered(): void {
+  if (!flushing) {
+    flushing = true;
+    setImmediate(flush);
+  }
+}
 
 port.on('message', (m: ToThread) => {
   if (m.type === 'abort') {
@@ -32,6 +53,12 @@ port.on('message', (m: ToThread) => {
     let c = controllers.get(m.signal);
     if (!c) controllers.set(m.signal, (c = new AbortController()));
     c.abort();
+    // its waiting requests are answered now, not when a slot frees
+    if (queue.some((job) => job.signal === m.signal)) {
+      for (const job of queue) if (job.signal === m.signal) results.skip(job.n);
+      queue = queue.filter((job) => job.signal !== m.signal);
+      answered();
+    }
     return;
   }
   if (m.type === 'close') {
@@ -39,22 +66,31 @@ port.on('message', (m: ToThread) => {
     return;
   }
   for (const job of readJobs(m)) {
-    let c = controllers.get(job.signal);
-    if (!c) controllers.set(job.signal, (c = new AbortController()));
-    inFlight.set(job.signal, (inFlight.get(job.signal) ?? 0) + 1);
-    void transport.send(job.delivery, c.signal).then((r) => {
-      const left = inFlight.get(job.signal)! - 1;
-      if (left === 0) {
-        inFlight.delete(job.signal);
-        // an aborted signal's controller stays: a send posted before the abort arrived must still see it
-        if (!c.signal.aborted) controllers.delete(job.signal);
-      } else inFlight.set(job.signal, left);
-      results.add(job.n, r);
-      // every answer of this turn in one message
-      if (!flushing) {
-        flushing = true;
-        setImmediate(flush);
-      }
-    });
+    if (running < limit) start(job);
+    else queue.push(job);
   }
 });
+
+function start(job: Job): void {
+  if (job.startBy !== null && (controllers.get(job.signal)?.signal.aborted || Date.now() > job.startBy)) {
+    results.skip(job.n);
+    answered();
+    return;
+  }
+  let c = controllers.get(job.signal);
+  if (!c) controllers.set(job.signal, (c = new AbortController()));
+  inFlight.set(job.signal, (inFlight.get(job.signal) ?? 0) + 1);
+  running++;
+  void transport.send(job.delivery, c.signal).then((r) => {
+    running--;
+    const left = inFlight.get(job.signal)! - 1;
+    if (left === 0) {
+      inFlight.delete(job.signal);
+      // an aborted signal's controller stays: a send posted before the abort arrived must still see it
+      if (!c.signal.aborted) controllers.delete(job.signal);
+    } else inFlight.set(job.signal, left);
+    results.add(job.n, r);
+    answered();
+    while (running < limit && queue.length > 0) start(queue.shift()!);
+  });
+}

@@ -89,13 +89,16 @@ export function deliveryQueueFor(
  * the main thread (1.1-1.3x the forwards a second there; on PostgreSQL,
  * whose database runs in processes of its own, measured 0.9-1.2x:
  * docs/forwarding.md). A test that injects a resolver (a function, which
- * cannot cross to a thread) gets the transport in this thread.
+ * cannot cross to a thread) gets the transport in this thread. On its
+ * thread it queues attempts itself at the node's concurrency
+ * (Transport.queueLimit), so a worker of that concurrency hands it every
+ * delivery it holds.
  */
-export function forwardTransport(db: Pick<Db, 'kind'>, config: Pick<Config, 'forwardThread'>, opts: HttpTransportOptions): Transport {
+export function forwardTransport(db: Pick<Db, 'kind'>, config: Pick<Config, 'forwardThread' | 'deliveryConcurrency'>, opts: HttpTransportOptions): Transport {
   const threaded = config.forwardThread === 'on' || (config.forwardThread === 'auto' && db.kind === 'pglite');
   if (!threaded || opts.resolver) return new HttpTransport(opts);
   const { resolver: _, ...crossing } = opts;
-  return new ThreadedHttpTransport(crossing);
+  return new ThreadedHttpTransport({ ...crossing, queueLimit: config.deliveryConcurrency });
 }
 
 /**

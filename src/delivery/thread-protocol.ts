@@ -17,7 +17,7 @@ export type ToThread =
   | { type: 'close' };
 
 /** Fields a request in `jobs`: n, signal, url, methodOverride, capture id (null: no capture), method, path, query, headers, verification, body length. */
-const JOB_FIELDS = 11;
+const JOB_FIELDS = 12;
 /** Fields a result: n, startedAt (epoch ms), durationMs, url, statusCode, errorClass, errorMessage, retryAfterSeconds, responseHeaders, the response body's length (-1: none; the bytes are in the bodies buffer), responseTruncated. */
 const RESULT_FIELDS = 11;
 
@@ -60,9 +60,10 @@ export class JobBatch {
   private readonly jobs: unknown[] = [];
   private readonly bodies = new Bodies();
 
-  add(n: number, signal: number, d: Sendable): void {
+  /** `startBy`: the latest epoch ms the attempt may start at, when it may wait in the thread's queue; null: it never waits. */
+  add(n: number, signal: number, d: Sendable, startBy: number | null): void {
     const c = d.capture;
-    this.jobs.push(n, signal, d.url, d.methodOverride, c ? c.id : null, c?.method, c?.path, c?.query, c?.headers, c?.verification ?? null, c ? c.body.length : 0);
+    this.jobs.push(n, signal, d.url, d.methodOverride, c ? c.id : null, c?.method, c?.path, c?.query, c?.headers, c?.verification ?? null, c ? c.body.length : 0, startBy);
     if (c) this.bodies.add(c.body);
   }
 
@@ -76,6 +77,8 @@ export interface Job {
   n: number;
   signal: number;
   delivery: Sendable;
+  /** JobBatch.add. */
+  startBy: number | null;
 }
 
 /** The requests of a 'send' message; each body a view of the message's buffer. */
@@ -89,6 +92,7 @@ export function readJobs(m: Extract<ToThread, { type: 'send' }>): Job[] {
     out.push({
       n: jobs[i] as number,
       signal: jobs[i + 1] as number,
+      startBy: jobs[i + 11] as number | null,
       delivery: {
         url: jobs[i + 2] as string | null,
         methodOverride: jobs[i + 3] as string | null,
@@ -114,6 +118,12 @@ export function readJobs(m: Extract<ToThread, { type: 'send' }>): Job[] {
 export class ResultBatch {
   private readonly results: unknown[] = [];
   private readonly bodies = new Bodies();
+  private readonly notStarted: number[] = [];
+
+  /** Request `n` was not started (Transport.sendQueued). */
+  skip(n: number): void {
+    this.notStarted.push(n);
+  }
 
   /**
    * Request `n`'s result. Its body is copied into the batch's buffer: an
@@ -128,17 +138,24 @@ export class ResultBatch {
 
   message(): { message: FromThread; transfer: ArrayBuffer[] } {
     const bodies = this.bodies.pack();
-    return { message: { results: this.results, bodies }, transfer: [bodies] };
+    return { message: { results: this.results, bodies, notStarted: this.notStarted }, transfer: [bodies] };
   }
 }
 
 export interface FromThread {
   results: unknown[];
   bodies: ArrayBuffer;
+  /** The numbers of the requests that were not started (ResultBatch.skip). */
+  notStarted: number[];
 }
 
-/** Each result of a batch with the number of its request (the main thread's side); each body a view of the message's buffer. */
-export function readResults(m: FromThread, each: (n: number, r: AttemptResult) => void): void {
+/**
+ * Each result of a batch with the number of its request (the main thread's
+ * side), null for a request that was not started; each body a view of the
+ * message's buffer.
+ */
+export function readResults(m: FromThread, each: (n: number, r: AttemptResult | null) => void): void {
+  for (const n of m.notStarted) each(n, null);
   const { results: x } = m;
   const bodies = new BodyReader(m.bodies);
   for (let i = 0; i < x.length; i += RESULT_FIELDS) {

@@ -20,7 +20,10 @@ import { JobBatch, readResults, type FromThread, type ToThread } from './thread-
 import type { AttemptResult, Sendable, Transport } from './transport.ts';
 
 /** HttpTransportOptions that can cross to a thread: everything but an injected resolver (a function). */
-export type ThreadedHttpTransportOptions = Omit<HttpTransportOptions, 'resolver'>;
+export type ThreadedHttpTransportOptions = Omit<HttpTransportOptions, 'resolver'> & {
+  /** Transport.queueLimit: the thread runs at most this many attempts at once and queues the rest (sendQueued); unlimited when absent. */
+  queueLimit?: number;
+};
 
 /** How long close() waits for the thread's connections to close before it ends the thread. */
 const CLOSE_WAIT_MS = 5_000;
@@ -28,7 +31,7 @@ const CLOSE_WAIT_MS = 5_000;
 export class ThreadedHttpTransport implements Transport {
   readonly destinationType = 'https' as const;
   private thread: Worker | null = null;
-  private readonly waiting = new Map<number, (r: AttemptResult) => void>();
+  private readonly waiting = new Map<number, (r: AttemptResult | null) => void>();
   private next = 0;
   private batch: JobBatch | null = null;
   /** Each signal sends went under, by number; the numbers of those aborted, for a thread started after the abort. */
@@ -37,7 +40,11 @@ export class ThreadedHttpTransport implements Transport {
   private nextSignal = 0;
   private closing: Promise<void> | null = null;
 
-  constructor(private readonly opts: ThreadedHttpTransportOptions) {}
+  readonly queueLimit: number | undefined;
+
+  constructor(private readonly opts: ThreadedHttpTransportOptions) {
+    this.queueLimit = opts.queueLimit;
+  }
 
   /** Whether the forwarding thread is running now (tests). */
   get running(): boolean {
@@ -45,6 +52,15 @@ export class ThreadedHttpTransport implements Transport {
   }
 
   send(delivery: Sendable, signal: AbortSignal): Promise<AttemptResult> {
+    // never answered as not started: without a startBy a request starts whatever its signal says (the transport answers an aborted one)
+    return this.post(delivery, signal, null) as Promise<AttemptResult>;
+  }
+
+  sendQueued(delivery: Sendable, signal: AbortSignal, startBy: number): Promise<AttemptResult | null> {
+    return this.post(delivery, signal, startBy);
+  }
+
+  private post(delivery: Sendable, signal: AbortSignal, startBy: number | null): Promise<AttemptResult | null> {
     if (this.closing) return Promise.resolve(failed(delivery, 'the transport is closed'));
     const sig = this.signalNumber(signal);
     const n = this.next++;
@@ -52,7 +68,7 @@ export class ThreadedHttpTransport implements Transport {
       this.batch = new JobBatch();
       queueMicrotask(() => this.flush());
     }
-    this.batch.add(n, sig, delivery);
+    this.batch.add(n, sig, delivery, startBy);
     return new Promise((resolve) => this.waiting.set(n, resolve));
   }
 

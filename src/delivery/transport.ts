@@ -69,5 +69,20 @@ export interface Transport {
   readonly destinationType: DestinationType;
   /** Performs one attempt; resolves with its result (failures included), never rejects. `signal` aborts it at shutdown. */
   send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<AttemptResult>;
+  /**
+   * Set on a transport that runs at most this many attempts at once and
+   * queues the rest itself, first in first out (the HTTPS transport on a
+   * thread of its own, src/delivery/thread-transport.ts). A worker of that
+   * concurrency hands it every delivery it holds at once (sendQueued), so
+   * an answer starts the next attempt where it arrives, without waiting for
+   * the worker's thread to read it (docs/forwarding.md).
+   */
+  readonly queueLimit?: number;
+  /**
+   * send(), through the transport's own queue: null when the attempt was
+   * not started, because `signal` aborted first or it would have started
+   * after `startBy` (epoch ms).
+   */
+  sendQueued?(delivery: ClaimedDelivery, signal: AbortSignal, startBy: number): Promise<AttemptResult | null>;
   close(): Promise<void>;
 }

@@ -128,6 +128,14 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private readonly budgetRefill: number;
   /** Bytes of the captured bodies the held deliveries carry. */
   private heldBytes = 0;
+  /**
+   * The transport queues attempts itself at this worker's concurrency
+   * (Transport.queueLimit: the HTTPS transport on its own thread): every
+   * held delivery is handed to it at once, and the checks sendSlot makes
+   * when a delivery gets its slot are made by the transport when the
+   * attempt would start (startBy), instead of the send slots here.
+   */
+  private readonly queued: boolean;
   /** Mean body size of the last claim that took rows: how many more fit the byte budget; null before the first. */
   private meanBody: number | null = null;
 
@@ -152,6 +160,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     this.refill = o.claimAhead ? Math.max(1, this.batch - half) : this.budgetRefill;
     this.holdLimit = o.claimAhead ? o.concurrency + this.batch : o.concurrency;
     this.unrecordedLimit = Math.max(this.holdLimit, o.unrecordedLimit ?? 2 * o.concurrency);
+    this.queued = o.transport.queueLimit === o.concurrency && o.transport.sendQueued !== undefined;
   }
 
   protected recoverLeases(): Promise<number> {
@@ -258,12 +267,17 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     // the destination's transformation (src/transformations): may end the delivery here, or reshape what is sent
     const t = await transformDelivery(d, { db: this.o.db, completions: this.completions, logger: this.o.logger, limits: this.o.transformLimits });
     if (t.settled) return void this.o.onSettled?.(d, t.settled);
-    if (!(await this.sendSlot(d, signal, claimedAt))) return;
     let sent;
-    try {
-      sent = await this.o.transport.send(t.delivery, signal);
-    } finally {
-      this.releaseSendSlot();
+    if (this.queued) {
+      sent = await this.o.transport.sendQueued!(t.delivery, signal, this.startBy(d, claimedAt));
+      if (sent === null) return this.notStarted(d, signal);
+    } else {
+      if (!(await this.sendSlot(d, signal, claimedAt))) return;
+      try {
+        sent = await this.o.transport.send(t.delivery, signal);
+      } finally {
+        this.releaseSendSlot();
+      }
     }
     const result = t.finish(sent);
     // aborted by shutdown: the lease is released instead, and the outcome is unknown
@@ -336,6 +350,30 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
       return false;
     }
     return true;
+  }
+
+  /**
+   * The latest moment a queued delivery's attempt may start (sendQueued):
+   * within the claim-ahead's longest wait from its claim, or from its paced
+   * slot, which its lease runs from; a paced one no later than
+   * PACING_LATE_MS after its slot. The same bounds sendSlot keeps.
+   */
+  private startBy(d: ClaimedDelivery, claimedAt: number): number {
+    const wait = this.o.claimAhead?.maxWaitMs;
+    const by = wait === undefined ? Number.MAX_SAFE_INTEGER : Math.max(claimedAt, d.sendAt) + wait;
+    return d.sendAt > 0 ? Math.min(by, d.sendAt + PACING_LATE_MS) : by;
+  }
+
+  /**
+   * A queued delivery the transport did not start: aborted (stopping,
+   * abandoned: the lease is given back there), or too late to start within
+   * its lease or its paced slot; then its lease goes back as in sendSlot.
+   */
+  private async notStarted(d: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    if (missedPacedSlot(d)) return this.giveUpSlot(d);
+    await releaseLeases(this.o.db, [d.leaseId], { keepDue: true });
+    this.wake();
   }
 
   /** Hands a finished send's slot to the first delivery waiting for one, or frees it. */

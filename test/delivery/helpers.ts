@@ -3,6 +3,7 @@ import pino from 'pino';
 import type { Db } from '../../src/db/db.ts';
 import { HttpTransport, type HttpTransportOptions } from '../../src/delivery/http-transport.ts';
 import { handedDelivery } from '../../src/delivery/handoff.ts';
+import { ThreadedHttpTransport } from '../../src/delivery/thread-transport.ts';
 import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
 import { DeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
 import { createOrganization } from '../../src/orgs/organizations.ts';
@@ -15,6 +16,22 @@ export const silent = pino({ level: 'silent' });
 /** The HTTPS transport trusting the test CA, reaching loopback receivers unless told otherwise. */
 export function testTransport(opts: Partial<HttpTransportOptions> = {}): HttpTransport {
   return new HttpTransport({ allowPrivate: true, connectTimeoutMs: 5_000, timeoutMs: 10_000, ca: testCa().ca, ...opts });
+}
+
+/**
+ * The HTTPS transport on its own thread (as a PGlite node runs it), its
+ * thread already running: a thread starts on the first send, and under
+ * tsx that takes long enough to run past a test's short claim-ahead wait.
+ */
+async function warmThread(opts: Partial<HttpTransportOptions> & { queueLimit: number }): Promise<ThreadedHttpTransport> {
+  const t = new ThreadedHttpTransport({ allowPrivate: true, connectTimeoutMs: 5_000, timeoutMs: 10_000, ca: testCa().ca, ...opts });
+  const rx = await startReceiver();
+  try {
+    await t.send(claimedDelivery(rx.url), new AbortController().signal);
+  } finally {
+    await rx.close();
+  }
+  return t;
 }
 
 /** A claimed HTTPS delivery of a small text capture to `url`, for calling a transport directly: what a claim, or the hand-off, gives a worker. */
@@ -38,15 +55,16 @@ let workers = 0;
 /** A started worker on `db` with the test transport; stop it in the test (or afterEach). */
 export async function startTestWorker(
   db: Db,
-  opts: { transport?: Partial<HttpTransportOptions> } & Partial<Omit<WorkerOptions, 'transport'>> = {},
+  opts: { transport?: Partial<HttpTransportOptions>; threaded?: boolean } & Partial<Omit<WorkerOptions, 'transport'>> = {},
 ): Promise<DeliveryWorker> {
-  const { transport, ...rest } = opts;
+  const { transport, threaded, ...rest } = opts;
+  const concurrency = rest.concurrency ?? 8;
   const w = new DeliveryWorker({
     db,
     logger: silent,
     node: `test-node-${++workers}`,
-    transport: testTransport(transport),
-    concurrency: 8,
+    transport: threaded ? await warmThread({ ...transport, queueLimit: concurrency }) : testTransport(transport),
+    concurrency,
     leaseMs: 30_000,
     pollMs: 1_000,
     ...rest,

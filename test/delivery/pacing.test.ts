@@ -51,47 +51,51 @@ describe('smooth rate limiting', () => {
   });
   after(() => t.close());
 
-  it('dispatches a rate-limited destination evenly spaced across two workers, without holding up other destinations', async () => {
-    const [paced, free] = [await startReceiver(), await startReceiver()];
-    receivers.push(paced, free);
-    const ep = await orgWithEndpoint(t.db);
-    const perMinute = 120; // one every 500 ms
-    await insertForwardDestination(t.db, ep, { url: paced.url, rateLimitPerMinute: perMinute });
-    await insertForwardDestination(t.db, ep, { url: free.url });
-    const n = 6;
-    await insertCaptures(t.db, ep, Array.from({ length: n }, (_, i) => ({ body: `{"i":${i}}` })));
-    workers = [await startTestWorker(t.db), await startTestWorker(t.db)];
-    await waitForStatus(t.db, ['succeeded'], 2 * n);
+  for (const threaded of [false, true]) {
+    it(`dispatches a rate-limited destination evenly spaced across two workers, without holding up other destinations${threaded ? ', its sends queued on the transport\'s thread' : ''}`, async () => {
+      const [paced, free] = [await startReceiver(), await startReceiver()];
+      receivers.push(paced, free);
+      const ep = await orgWithEndpoint(t.db);
+      const perMinute = 120; // one every 500 ms
+      await insertForwardDestination(t.db, ep, { url: paced.url, rateLimitPerMinute: perMinute });
+      await insertForwardDestination(t.db, ep, { url: free.url });
+      const n = 6;
+      await insertCaptures(t.db, ep, Array.from({ length: n }, (_, i) => ({ body: `{"i":${i}}` })));
+      workers = [await startTestWorker(t.db, { threaded }), await startTestWorker(t.db, { threaded })];
+      await waitForStatus(t.db, ['succeeded'], 2 * n);
 
-    const intervalMs = 60_000 / perMinute;
-    const { rows } = await t.db.query<{ started_at: Date; paced: boolean; node: string }>(
-      `select a.started_at, fd.rate_limit_enabled as paced, a.node
-         from delivery_attempts a join deliveries d on d.id = a.delivery_id join forward_destinations fd on fd.id = d.forward_destination_id`,
-    );
-    const starts = rows.filter((r) => r.paced).map((r) => new Date(r.started_at).getTime());
-    assertSpaced(starts, intervalMs, 'recorded attempt starts');
-    assertArrivalsSpread(paced.received.map((r) => r.at), intervalMs, 'arrivals at the paced receiver');
-    // the unpaced destination was not queued behind the paced one
-    const lastFree = Math.max(...free.received.map((r) => r.at));
-    const lastPaced = Math.max(...paced.received.map((r) => r.at));
-    assert.ok(lastFree < lastPaced, 'the unpaced destination finished before the paced one');
-    const { rows: slots } = await t.db.query<{ n: number }>('select count(*)::int as n from destination_pacing');
-    assert.equal(slots[0].n, 1);
-  });
+      const intervalMs = 60_000 / perMinute;
+      const { rows } = await t.db.query<{ started_at: Date; paced: boolean; node: string }>(
+        `select a.started_at, fd.rate_limit_enabled as paced, a.node
+           from delivery_attempts a join deliveries d on d.id = a.delivery_id join forward_destinations fd on fd.id = d.forward_destination_id`,
+      );
+      const starts = rows.filter((r) => r.paced).map((r) => new Date(r.started_at).getTime());
+      assertSpaced(starts, intervalMs, 'recorded attempt starts');
+      assertArrivalsSpread(paced.received.map((r) => r.at), intervalMs, 'arrivals at the paced receiver');
+      // the unpaced destination was not queued behind the paced one
+      const lastFree = Math.max(...free.received.map((r) => r.at));
+      const lastPaced = Math.max(...paced.received.map((r) => r.at));
+      assert.ok(lastFree < lastPaced, 'the unpaced destination finished before the paced one');
+      const { rows: slots } = await t.db.query<{ n: number }>('select count(*)::int as n from destination_pacing');
+      assert.equal(slots[0].n, 1);
+    });
+  }
 
-  it('keeps the spacing for deliveries queued while earlier ones wait for their slot', async () => {
-    const rx = await startReceiver();
-    receivers.push(rx);
-    const ep = await orgWithEndpoint(t.db);
-    const perMinute = 150; // one every 400 ms
-    await insertForwardDestination(t.db, ep, { url: rx.url, rateLimitPerMinute: perMinute });
-    workers = [await startTestWorker(t.db)];
-    await insertCaptures(t.db, ep, [{ body: '1' }, { body: '2' }]);
-    await rx.waitFor(1);
-    await insertCaptures(t.db, ep, [{ body: '3' }, { body: '4' }]);
-    await waitForStatus(t.db, ['succeeded'], 4);
-    const { rows } = await t.db.query<{ started_at: Date }>('select started_at from delivery_attempts');
-    assertSpaced(rows.map((r) => new Date(r.started_at).getTime()), 60_000 / perMinute, 'recorded attempt starts');
-    assertArrivalsSpread(rx.received.map((r) => r.at), 60_000 / perMinute, 'arrivals');
-  });
+  for (const threaded of [false, true]) {
+    it(`keeps the spacing for deliveries queued while earlier ones wait for their slot${threaded ? ', its sends queued on the transport\'s thread' : ''}`, async () => {
+      const rx = await startReceiver();
+      receivers.push(rx);
+      const ep = await orgWithEndpoint(t.db);
+      const perMinute = 150; // one every 400 ms
+      await insertForwardDestination(t.db, ep, { url: rx.url, rateLimitPerMinute: perMinute });
+      workers = [await startTestWorker(t.db, { threaded })];
+      await insertCaptures(t.db, ep, [{ body: '1' }, { body: '2' }]);
+      await rx.waitFor(1);
+      await insertCaptures(t.db, ep, [{ body: '3' }, { body: '4' }]);
+      await waitForStatus(t.db, ['succeeded'], 4);
+      const { rows } = await t.db.query<{ started_at: Date }>('select started_at from delivery_attempts');
+      assertSpaced(rows.map((r) => new Date(r.started_at).getTime()), 60_000 / perMinute, 'recorded attempt starts');
+      assertArrivalsSpread(rx.received.map((r) => r.at), 60_000 / perMinute, 'arrivals');
+    });
+  }
 });

@@ -149,3 +149,98 @@ describe('the HTTPS transport on a thread of its own', () => {
     assert.equal(server.received.length, 1);
   });
 });
+
+describe("the thread's own queue (queueLimit, sendQueued)", () => {
+  const later = () => Date.now() + 60_000;
+  /** A receiver that holds each request until release(i) (i in arrival order), and the bodies in arrival order. */
+  async function gated() {
+    const gates: Array<() => void> = [];
+    const opened = new Map<number, Promise<void>>();
+    const gate = (i: number) => {
+      if (!opened.has(i)) opened.set(i, new Promise<void>((resolve) => (gates[i] = resolve)));
+      return opened.get(i)!;
+    };
+    const server = await serve((_req, index) => ({ until: gate(index) }));
+    return { server, release: (i: number) => (gate(i), gates[i]()), bodies: () => server.received.map((r) => r.body.toString()) };
+  }
+  const queued = (limit: number) => {
+    const t = new ThreadedHttpTransport({ allowPrivate: true, connectTimeoutMs: 5_000, timeoutMs: 30_000, ca: testCa().ca, queueLimit: limit });
+    after(() => t.close());
+    return t;
+  };
+  const settle = () => new Promise((r) => setTimeout(r, 200));
+
+  it('runs at most its limit at once, and starts the waiting ones in arrival order as answers come in', async () => {
+    const { server, release, bodies } = await gated();
+    const t = queued(2);
+    assert.equal(t.queueLimit, 2);
+    const sent = ['a', 'b', 'c', 'd', 'e'].map((b) => t.sendQueued(delivery(server.url, Buffer.from(b)), live(), later()));
+    await server.waitFor(2);
+    await settle();
+    assert.deepEqual(bodies(), ['a', 'b']);
+    release(1);
+    await server.waitFor(3);
+    await settle();
+    assert.deepEqual(bodies(), ['a', 'b', 'c']);
+    for (let i = 0; i < 5; i++) release(i);
+    for (const r of await Promise.all(sent)) assert.equal(r?.statusCode, 200);
+    assert.deepEqual(bodies(), ['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it('a waiting request whose startBy passes is answered as not started and never sent; the next one still is', async () => {
+    const { server, release, bodies } = await gated();
+    const t = queued(1);
+    const first = t.sendQueued(delivery(server.url, Buffer.from('first')), live(), later());
+    const expiring = t.sendQueued(delivery(server.url, Buffer.from('expiring')), live(), Date.now() + 100);
+    const next = t.sendQueued(delivery(server.url, Buffer.from('next')), live(), later());
+    await server.waitFor(1);
+    await new Promise((r) => setTimeout(r, 300));
+    release(0);
+    assert.equal((await first)?.statusCode, 200);
+    assert.equal(await expiring, null);
+    await server.waitFor(2);
+    release(1);
+    assert.equal((await next)?.statusCode, 200);
+    assert.deepEqual(bodies(), ['first', 'next']);
+  });
+
+  it('an aborted signal answers its waiting requests at once as not started, and sends none of them', async () => {
+    const { server, release, bodies } = await gated();
+    const t = queued(1);
+    const first = t.sendQueued(delivery(server.url, Buffer.from('first')), live(), later());
+    const stop = new AbortController();
+    const waiting = ['x', 'y'].map((b) => t.sendQueued(delivery(server.url, Buffer.from(b)), stop.signal, later()));
+    await server.waitFor(1);
+    stop.abort();
+    // answered while the first still holds the one attempt
+    assert.deepEqual(await Promise.all(waiting), [null, null]);
+    release(0);
+    assert.equal((await first)?.statusCode, 200);
+    await settle();
+    assert.deepEqual(bodies(), ['first']);
+  });
+
+  it('send() without a startBy waits its turn like any other, and is never answered as not started', async () => {
+    const { server, release, bodies } = await gated();
+    const t = queued(1);
+    const first = t.sendQueued(delivery(server.url, Buffer.from('first')), live(), later());
+    const plain = t.send(delivery(server.url, Buffer.from('plain')), live());
+    await server.waitFor(1);
+    await new Promise((r) => setTimeout(r, 300));
+    release(0);
+    await server.waitFor(2);
+    release(1);
+    assert.equal((await first)?.statusCode, 200);
+    assert.equal((await plain).statusCode, 200);
+    assert.deepEqual(bodies(), ['first', 'plain']);
+  });
+
+  it('a node gets the queue at its concurrency (WEIR_DELIVERY_CONCURRENCY) on the thread, none on the main thread', () => {
+    const opts = { allowPrivate: true, connectTimeoutMs: 1_000, timeoutMs: 1_000 };
+    const onThread = forwardTransport({ kind: 'pglite' }, loadConfig({ WEIR_DELIVERY_CONCURRENCY: '7' }), opts);
+    const onMain = forwardTransport({ kind: 'postgres' }, loadConfig({ WEIR_DELIVERY_CONCURRENCY: '7' }), opts);
+    after(() => Promise.all([onThread.close(), onMain.close()]));
+    assert.equal(onThread.queueLimit, 7);
+    assert.equal(onMain.queueLimit, undefined);
+  });
+});

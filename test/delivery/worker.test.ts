@@ -14,6 +14,9 @@ import { genericPlanOf } from '../helpers/plans.ts';
 import { idAt } from '../requests/fixtures.ts';
 import { attempts, deliveries, orgWithEndpoint, startTestWorker, useWorkerTest, waitForStatus, waitUntil } from './helpers.ts';
 
+/** Test names: the worker's sends queued on the HTTPS transport's own thread (Transport.queueLimit), or through its own send slots. */
+const onThread = (threaded: boolean) => (threaded ? ', its sends queued on the transport\'s thread' : '');
+
 describe('delivery worker', () => {
   const t = useWorkerTest({ stopGraceMs: 0 });
 
@@ -173,29 +176,32 @@ describe('delivery worker', () => {
       return { gate, open };
     };
 
-    it('with batches of two concurrencies, claims a backlog a batch at a time and holds up to three concurrencies, but sends no more than its concurrency at once, the held ones in claim order, each once', async () => {
-      const { gate, open } = gated();
-      const rx = await startReceiver({ reply: () => ({ until: gate }) });
-      t.receivers.push(rx);
-      const ep = await orgWithEndpoint(t.db, rx.url);
-      const first = await insertCaptures(t.db, ep, [{ body: 'c0' }, { body: 'c1' }]);
-      t.worker = await startTestWorker(t.db, { concurrency: 2, batchSize: 4, claimAhead: { maxWaitMs: 60_000 } });
-      await rx.waitFor(2);
-      // a backlog arrives while both slots are busy: the next claim takes a batch of two concurrencies
-      const rest = await insertCaptures(t.db, ep, Array.from({ length: 8 }, (_, i) => ({ body: `c${i + 2}` })));
-      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 6 || undefined, 'six deliveries held');
-      await new Promise((r) => setTimeout(r, 150));
-      assert.equal(t.worker.inFlightDeliveries().length, 6, 'no more held than three concurrencies');
-      assert.equal(rx.received.length, 2, 'no more sends than the concurrency');
-      assert.deepEqual(new Set(rx.received.map((r) => r.body.toString())), new Set(['c0', 'c1']));
-      assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, 6);
-      open();
-      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 10 || undefined, 'all ten delivered');
-      assert.equal(rx.received.length, 10, 'each sent once');
-      assert.deepEqual(new Set(rx.received.slice(2, 6).map((r) => r.body.toString())), new Set(['c2', 'c3', 'c4', 'c5']), 'the held ones went in claim order');
-      assert.equal((await attempts(t.db)).length, 10);
-      assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set([...first, ...rest].map((c) => c.id)));
-    });
+    for (const threaded of [false, true]) {
+      it(`with batches of two concurrencies, claims a backlog a batch at a time and holds up to three concurrencies, but sends no more than its concurrency at once, the held ones in claim order, each once${onThread(threaded)}`, async () => {
+        const { gate, open } = gated();
+        const rx = await startReceiver({ reply: () => ({ until: gate }) });
+        t.receivers.push(rx);
+        const ep = await orgWithEndpoint(t.db, rx.url);
+        const first = await insertCaptures(t.db, ep, [{ body: 'c0' }, { body: 'c1' }]);
+        t.worker = await startTestWorker(t.db, { concurrency: 2, batchSize: 4, claimAhead: { maxWaitMs: 60_000 }, threaded });
+        assert.equal((t.worker as unknown as { queued: boolean }).queued, threaded, 'a transport queueing at the worker\'s concurrency takes every held delivery');
+        await rx.waitFor(2);
+        // a backlog arrives while both slots are busy: the next claim takes a batch of two concurrencies
+        const rest = await insertCaptures(t.db, ep, Array.from({ length: 8 }, (_, i) => ({ body: `c${i + 2}` })));
+        await waitUntil(async () => t.worker!.inFlightDeliveries().length === 6 || undefined, 'six deliveries held');
+        await new Promise((r) => setTimeout(r, 150));
+        assert.equal(t.worker.inFlightDeliveries().length, 6, 'no more held than three concurrencies');
+        assert.equal(rx.received.length, 2, 'no more sends than the concurrency');
+        assert.deepEqual(new Set(rx.received.map((r) => r.body.toString())), new Set(['c0', 'c1']));
+        assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, 6);
+        open();
+        await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 10 || undefined, 'all ten delivered');
+        assert.equal(rx.received.length, 10, 'each sent once');
+        assert.deepEqual(new Set(rx.received.slice(2, 6).map((r) => r.body.toString())), new Set(['c2', 'c3', 'c4', 'c5']), 'the held ones went in claim order');
+        assert.equal((await attempts(t.db)).length, 10);
+        assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set([...first, ...rest].map((c) => c.id)));
+      });
+    }
 
     /**
      * A worker of concurrency 2 and batches of 4, both send slots held by
@@ -262,46 +268,50 @@ describe('delivery worker', () => {
       assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, short), { claimAhead: undefined, unrecordedLimit: 160 });
     });
 
-    it('gives a held delivery\'s lease back, unsent, once it has waited too long for its attempt to fit in the lease; a later claim sends it', async () => {
-      const { gate, open } = gated();
-      const rx = await startReceiver({ reply: (_r, i) => (i === 0 ? { until: gate } : {}) });
-      t.receivers.push(rx);
-      const ep = await orgWithEndpoint(t.db, rx.url);
-      await insertCaptures(t.db, ep, [{ body: 'first' }, { body: 'second' }]);
-      let released = 0;
-      const db: Db = {
-        ...t.db,
-        query: (text, params, opts) => {
-          if (/where lease_id = any/.test(text)) released++; // releaseLeases
-          return t.db.query(text, params, opts);
-        },
-      };
-      t.worker = await startTestWorker(db, { concurrency: 1, claimAhead: { maxWaitMs: 200 } });
-      await rx.waitFor(1);
-      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 2 || undefined, 'the second held behind the first');
-      await new Promise((r) => setTimeout(r, 300));
-      open();
-      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 2 || undefined, 'both delivered');
-      assert.equal(released, 1, `the second one's lease was given back once, not ${released} times`);
-      assert.deepEqual(rx.received.map((r) => r.body.toString()), ['first', 'second']);
-      assert.deepEqual((await deliveries(t.db)).map((d) => d.attempt_count), [1, 1]);
-    });
+    for (const threaded of [false, true]) {
+      it(`gives a held delivery's lease back, unsent, once it has waited too long for its attempt to fit in the lease; a later claim sends it${onThread(threaded)}`, async () => {
+        const { gate, open } = gated();
+        const rx = await startReceiver({ reply: (_r, i) => (i === 0 ? { until: gate } : {}) });
+        t.receivers.push(rx);
+        const ep = await orgWithEndpoint(t.db, rx.url);
+        await insertCaptures(t.db, ep, [{ body: 'first' }, { body: 'second' }]);
+        let released = 0;
+        const db: Db = {
+          ...t.db,
+          query: (text, params, opts) => {
+            if (/where lease_id = any/.test(text)) released++; // releaseLeases
+            return t.db.query(text, params, opts);
+          },
+        };
+        t.worker = await startTestWorker(db, { concurrency: 1, claimAhead: { maxWaitMs: 200 }, threaded });
+        await rx.waitFor(1);
+        await waitUntil(async () => t.worker!.inFlightDeliveries().length === 2 || undefined, 'the second held behind the first');
+        await new Promise((r) => setTimeout(r, 300));
+        open();
+        await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 2 || undefined, 'both delivered');
+        assert.equal(released, 1, `the second one's lease was given back once, not ${released} times`);
+        assert.deepEqual(rx.received.map((r) => r.body.toString()), ['first', 'second']);
+        assert.deepEqual((await deliveries(t.db)).map((d) => d.attempt_count), [1, 1]);
+      });
+    }
 
-    it('gives back the leases of held deliveries at shutdown, unsent, recording no attempt', async () => {
-      const rx = await startReceiver({ reply: () => 'hang' });
-      t.receivers.push(rx);
-      const ep = await orgWithEndpoint(t.db, rx.url);
-      await insertCaptures(t.db, ep, [{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
-      t.worker = await startTestWorker(t.db, { concurrency: 1, claimAhead: { maxWaitMs: 60_000 } });
-      await rx.waitFor(1);
-      await waitUntil(async () => t.worker!.inFlightDeliveries().length === 2 || undefined, 'one held behind the one sent');
-      await t.worker.stop(100);
-      t.worker = undefined;
-      assert.equal(rx.received.length, 1, 'the held one was not sent');
-      const ds = await deliveries(t.db);
-      assert.deepEqual(ds.map((d) => [d.status, d.attempt_count]), [['pending', 0], ['pending', 0], ['pending', 0]]);
-      assert.equal((await attempts(t.db)).length, 0);
-    });
+    for (const threaded of [false, true]) {
+      it(`gives back the leases of held deliveries at shutdown, unsent, recording no attempt${onThread(threaded)}`, async () => {
+        const rx = await startReceiver({ reply: () => 'hang' });
+        t.receivers.push(rx);
+        const ep = await orgWithEndpoint(t.db, rx.url);
+        await insertCaptures(t.db, ep, [{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
+        t.worker = await startTestWorker(t.db, { concurrency: 1, claimAhead: { maxWaitMs: 60_000 }, threaded });
+        await rx.waitFor(1);
+        await waitUntil(async () => t.worker!.inFlightDeliveries().length === 2 || undefined, 'one held behind the one sent');
+        await t.worker.stop(100);
+        t.worker = undefined;
+        assert.equal(rx.received.length, 1, 'the held one was not sent');
+        const ds = await deliveries(t.db);
+        assert.deepEqual(ds.map((d) => [d.status, d.attempt_count]), [['pending', 0], ['pending', 0], ['pending', 0]]);
+        assert.equal((await attempts(t.db)).length, 0);
+      });
+    }
   });
 
   it('claims again a delivery whose lease expired (its worker died) and delivers it', async () => {
