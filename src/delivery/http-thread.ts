@@ -53,10 +53,12 @@ port.on('message', (m: ToThread) => {
     let c = controllers.get(m.signal);
     if (!c) controllers.set(m.signal, (c = new AbortController()));
     c.abort();
-    // its waiting requests are answered now, not when a slot frees
-    if (queue.some((job) => job.signal === m.signal)) {
-      for (const job of queue) if (job.signal === m.signal) results.skip(job.n);
-      queue = queue.filter((job) => job.signal !== m.signal);
+    // its waiting requests with a start deadline (sendQueued) are answered now, not when a slot frees;
+    // a plain send() is never answered as not started: it starts in its turn, and the transport answers it aborted
+    const skipped = (job: Job) => job.signal === m.signal && job.startBy !== null;
+    if (queue.some(skipped)) {
+      for (const job of queue) if (skipped(job)) results.skip(job.n);
+      queue = queue.filter((job) => !skipped(job));
       answered();
     }
     return;

@@ -220,18 +220,27 @@ describe("the thread's own queue (queueLimit, sendQueued)", () => {
     assert.deepEqual(bodies(), ['first']);
   });
 
-  it('send() without a startBy waits its turn like any other, and is never answered as not started', async () => {
+  it('send() without a startBy waits its turn like any other, and is never answered as not started, even aborted while it waits', async () => {
     const { server, release, bodies } = await gated();
     const t = queued(1);
     const first = t.sendQueued(delivery(server.url, Buffer.from('first')), live(), later());
     const plain = t.send(delivery(server.url, Buffer.from('plain')), live());
+    const stop = new AbortController();
+    const aborted = t.send(delivery(server.url, Buffer.from('aborted')), stop.signal);
     await server.waitFor(1);
+    stop.abort();
     await new Promise((r) => setTimeout(r, 300));
     release(0);
     await server.waitFor(2);
     release(1);
     assert.equal((await first)?.statusCode, 200);
     assert.equal((await plain).statusCode, 200);
+    // answered by the transport as an aborted attempt, a result like any other
+    const gone = await aborted;
+    assert.notEqual(gone, null);
+    assert.equal(gone.statusCode, undefined);
+    assert.ok(gone.errorClass);
+    await settle();
     assert.deepEqual(bodies(), ['first', 'plain']);
   });
 
