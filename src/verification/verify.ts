@@ -88,10 +88,9 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const INTEGER = /^\d{1,15}$/;
 const DIGEST_BYTES: Record<HmacAlgorithm, number> = { sha1: 20, sha256: 32, sha512: 64 };
 
-const HEX_CHAR = /^[0-9a-fA-F]*$/;
-
-/** Whether `text[from, to)` is hex digits only. */
-function hexAt(text: string, from: number, to: number): boolean {
+/** Whether `text[from, to)` is a digest of `algorithm` in hex: its length, and hex digits only. */
+function isHexDigest(text: string, from: number, to: number, algorithm: HmacAlgorithm): boolean {
+  if (to - from !== 2 * DIGEST_BYTES[algorithm]) return false;
   for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
     const lower = c | 0x20;
@@ -116,7 +115,7 @@ function trimmable(c: number): boolean {
 function signature(sig: string, encoding: HmacEncoding, algorithm: HmacAlgorithm): string | undefined {
   const text = sig.trim();
   const size = DIGEST_BYTES[algorithm];
-  if (encoding === 'hex') return text.length === size * 2 && HEX_CHAR.test(text) ? text : undefined;
+  if (encoding === 'hex') return isHexDigest(text, 0, text.length, algorithm) ? text : undefined;
   return text.length === 4 * Math.ceil(size / 3) && BASE64.test(text) && Buffer.byteLength(text, 'base64') === size ? text : undefined;
 }
 
@@ -313,7 +312,7 @@ function stripe(v: Verifier, r: SignedRequest, nowMs: number): VerificationResul
         let to = end;
         while (from < to && trimmable(header.charCodeAt(from))) from++;
         while (to > from && trimmable(header.charCodeAt(to - 1))) to--;
-        if (to - from !== 2 * DIGEST_BYTES.sha256 || !hexAt(header, from, to)) return FAILED.malformed_signature;
+        if (!isHexDigest(header, from, to, 'sha256')) return FAILED.malformed_signature;
         addAt(sigs, header, from, to - from);
       }
     }
