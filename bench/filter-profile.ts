@@ -28,7 +28,7 @@ import { idTime } from '../src/requests/capture-ids.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
 import { openBenchDb } from './bench-db.ts';
-import { CONCURRENCY } from './forward-load.ts';
+import { CONCURRENCY, keptOpen } from './forward-load.ts';
 import { cpuNow, cpuSince } from './forward-measure.ts';
 import { providerEventBody, TYPICAL_FILTER } from './weir-process.ts';
 import { median } from './stats.ts';
@@ -78,7 +78,7 @@ async function drain(n: number, profileTo = ''): Promise<{ us: number; sent: num
     db,
     logger: pino({ level: 'warn' }),
     node: 'bench',
-    transport: { destinationType: 'https', send: (d, s) => http.send(d, s), close: async () => {} },
+    transport: keptOpen(http),
     concurrency: CONCURRENCY,
     leaseMs: 60_000,
     pollMs: 5_000,

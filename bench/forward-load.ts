@@ -35,3 +35,20 @@ export function benchCaptures(organizationId: string, endpointId: string, n: num
 export function benchTransport(db: Pick<Db, 'kind'>): Transport {
   return forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD }), { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca });
 }
+
+/**
+ * `t` for one bench worker after another: a worker's stop() closes its
+ * transport, so this one's close() does nothing (the bench closes `t`), and
+ * the transport's own queue is passed through (Transport.queueLimit,
+ * sendQueued), as startDelivery's worker uses it. `onSend` runs as each
+ * delivery is handed over.
+ */
+export function keptOpen(t: Transport, onSend?: () => void): Transport {
+  const sendQueued = t.sendQueued?.bind(t);
+  return {
+    destinationType: t.destinationType,
+    send: (d, signal) => (onSend?.(), t.send(d, signal)),
+    ...(t.queueLimit !== undefined && sendQueued && { queueLimit: t.queueLimit, sendQueued: (d, signal, startBy) => (onSend?.(), sendQueued(d, signal, startBy)) }),
+    close: async () => {},
+  };
+}

@@ -23,7 +23,7 @@ import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { openBenchDb } from './bench-db.ts';
-import { benchCaptures, benchTransport, CONCURRENCY } from './forward-load.ts';
+import { benchCaptures, benchTransport, CONCURRENCY, keptOpen } from './forward-load.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
 
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 6000);
@@ -50,12 +50,7 @@ async function drain(n: number, c: Counter): Promise<number> {
     db: counted(db, c),
     logger: pino({ level: 'warn' }),
     node: 'bench',
-    transport: {
-      destinationType: 'https',
-      send: (d, s) => http.send(d, s),
-      ...(http.queueLimit !== undefined && { queueLimit: http.queueLimit, sendQueued: (d, s, by) => http.sendQueued!(d, s, by) }),
-      close: async () => {},
-    },
+    transport: keptOpen(http),
     concurrency: CONCURRENCY,
     // as startDelivery runs it (claim-ahead, the unrecorded limit)
     ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY, holdBytes: loadConfig({}).deliveryHoldBytes }),

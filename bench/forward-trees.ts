@@ -20,7 +20,7 @@ import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { openBenchDbWith } from './bench-db.ts';
-import { BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
+import { BODY, CONCURRENCY, HEADERS, keptOpen } from './forward-load.ts';
 import { median } from './stats.ts';
 
 const TREES = (process.env.BENCH_TREES ?? '').split(',').filter(Boolean).map((t) => {
@@ -63,13 +63,8 @@ async function openTree(name: string, root: string): Promise<Tree> {
   // the transport startDelivery gives this database (a thread of its own on PGlite since 2026-12-01; WEIR_FORWARD_THREAD), else the tree's HttpTransport
   const httpOpts = { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca };
   const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD }), httpOpts) : new HttpTransport(httpOpts);
-  // the transport's own queue where the tree has one (Transport.queueLimit, since 2026-12-03)
-  const transport = {
-    destinationType: 'https',
-    send: (d: unknown, signal: AbortSignal) => http.send(d, signal),
-    ...(http.queueLimit !== undefined && { queueLimit: http.queueLimit, sendQueued: (d: unknown, signal: AbortSignal, startBy: number) => http.sendQueued(d, signal, startBy) }),
-    close: async () => {},
-  };
+  // with the transport's own queue where the tree has one (Transport.queueLimit, since 2026-12-03)
+  const transport = keptOpen(http);
   async function capture(n: number): Promise<void> {
     const caps = Array.from({ length: n }, () => {
       const id = newId();

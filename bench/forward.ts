@@ -56,7 +56,7 @@ import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { openBenchDb, PGLITE } from './bench-db.ts';
 import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
-import { benchCaptures, benchTransport, BODY, CONCURRENCY, HEADERS } from './forward-load.ts';
+import { benchCaptures, benchTransport, BODY, CONCURRENCY, HEADERS, keptOpen } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { Sandbox } from '../src/transformations/sandbox.ts';
 import { testCa } from '../test/helpers/https.ts';
@@ -118,13 +118,7 @@ async function capture(n: number, into: { id: string } = endpoint): Promise<stri
 // connections stay warm between rounds, as the direct baseline's do.
 // The transport startDelivery gives this database (benchTransport).
 const http = benchTransport(db);
-const transport: Transport = {
-  destinationType: 'https',
-  send: (d, signal) => (step('handed to the transport'), http.send(d, signal)),
-  // the thread's own queue (Transport.queueLimit), as the worker of a PGlite node uses it
-  ...(http.queueLimit !== undefined && { queueLimit: http.queueLimit, sendQueued: (d, signal, startBy) => (step('handed to the transport'), http.sendQueued!(d, signal, startBy)) }),
-  close: async () => {},
-};
+const transport: Transport = keptOpen(http, () => step('handed to the transport'));
 
 let settled = 0;
 // The worker's statements are counted; the bench's own (captures, reports) are not.

@@ -44,6 +44,7 @@ import { maintainPartitions } from '../src/requests/partitions.ts';
 import { createFreshDatabase } from '../test/helpers/db.ts';
 import { insertEndpoint } from '../test/helpers/fixtures.ts';
 import { testCa } from '../test/helpers/https.ts';
+import { keptOpen } from './forward-load.ts';
 import { median } from './stats.ts';
 
 const CAPTURES = Number(process.env.SOAK_CAPTURES ?? 1_000_000);
@@ -124,7 +125,7 @@ const worker = new DeliveryWorker({
   db,
   logger: pino({ level: 'warn' }),
   node: 'soak',
-  transport: { destinationType: 'https', send: (d, signal) => http.send(d, signal), close: async () => {} },
+  transport: keptOpen(http),
   concurrency: 32,
   // as startDelivery runs it (claim-ahead, the unrecorded limit)
   ...deliveryQueueFor(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32, holdBytes: loadConfig({}).deliveryHoldBytes }),

@@ -40,10 +40,10 @@ export class ThreadedHttpTransport implements Transport {
   private nextSignal = 0;
   private closing: Promise<void> | null = null;
 
-  readonly queueLimit: number | undefined;
+  constructor(private readonly opts: ThreadedHttpTransportOptions) {}
 
-  constructor(private readonly opts: ThreadedHttpTransportOptions) {
-    this.queueLimit = opts.queueLimit;
+  get queueLimit(): number | undefined {
+    return this.opts.queueLimit;
   }
 
   /** Whether the forwarding thread is running now (tests). */
