@@ -61,15 +61,18 @@ const group = (endpoint: { id: string; organization_id: string }): Capture[] => 
  * (every endpoint of the group live, $8, so storeCaptures asks nothing more).
  */
 function plainInsert(db: Db): (captures: Capture[]) => Promise<unknown> {
-  const sendPlain: Queryable = {
-    async query<R>(_text: string, params?: unknown[]) {
-      await db.query(PLAIN_INSERT, params, { name: 'bench_plain_insert' });
-      const endpoints = String(params![7]).slice(1, -1).split(',');
-      return { rows: endpoints.map((id) => ({ id, paused: false })) as R[], rowCount: endpoints.length };
-    },
-    exec: (sql) => db.exec(sql),
+  return (captures) => {
+    const endpoints = [...new Set(captures.map((c) => c.endpoint_id))];
+    const sendPlain: Queryable = {
+      async query<R>(_text: string, params?: unknown[]) {
+        // the capture rows' parameters ($1-$9); the rest are the hand-off's
+        await db.query(PLAIN_INSERT, params!.slice(0, 9), { name: 'bench_plain_insert' });
+        return { rows: endpoints.map((id) => ({ id, paused: false })) as R[], rowCount: endpoints.length };
+      },
+      exec: (sql) => db.exec(sql),
+    };
+    return storeCaptures(sendPlain, captures);
   };
-  return (captures) => storeCaptures(sendPlain, captures);
 }
 
 async function measure(db: Db, label: string): Promise<void> {

@@ -2,6 +2,7 @@
 // (complete.ts) picks one. Parameters: $1-$17 one array per outcome column
 // (see `input`), $18 the node, $19-$20 two more outcome columns: the
 // transformation's code hash and the request as sent (src/transformations).
+// The arrays travel in binary (src/db/binary-arrays.ts, completionParams).
 //
 // The move of each delivery, the same in both: while the lease it was
 // claimed with still holds, the attempt's outcome becomes the delivery's
@@ -40,10 +41,10 @@
  */
 export const COMPLETE_ATTEMPTS = `with input as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[], $8::int[],
-                            $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
+                            $9::text[], $10::bytea[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
                             $19::text[], $20::text[])
          as i(attempt_id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code,
-              response_headers, response_body_hex, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
+              response_headers, response_body, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
               transformation_hash, sent_request)
      ),
      attempt as (
@@ -51,7 +52,7 @@ export const COMPLETE_ATTEMPTS = `with input as (
                                       status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
                                       transformation_hash, sent_request, scheduled_at)
        select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
-              i.status_code, i.response_headers::jsonb, decode(i.response_body_hex, 'hex'), i.truncated, i.error_class, i.error_message,
+              i.status_code, i.response_headers::jsonb, i.response_body, i.truncated, i.error_class, i.error_message,
               i.transformation_hash, i.sent_request::jsonb,
               -- the slot it waited for, as the claim gave it (this statement's snapshot: before the move clears it)
               d.paced_slot
@@ -84,10 +85,10 @@ export const COMPLETE_ATTEMPTS = `with input as (
  */
 export const COMPLETE_ATTEMPTS_RECORDING_INCIDENTS = `with input as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[], $8::int[],
-                            $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
+                            $9::text[], $10::bytea[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
                             $19::text[], $20::text[])
          as i(attempt_id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code,
-              response_headers, response_body_hex, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
+              response_headers, response_body, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
               transformation_hash, sent_request)
      ),
      attempt as (
@@ -95,7 +96,7 @@ export const COMPLETE_ATTEMPTS_RECORDING_INCIDENTS = `with input as (
                                       status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
                                       transformation_hash, sent_request, scheduled_at)
        select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
-              i.status_code, i.response_headers::jsonb, decode(i.response_body_hex, 'hex'), i.truncated, i.error_class, i.error_message,
+              i.status_code, i.response_headers::jsonb, i.response_body, i.truncated, i.error_class, i.error_message,
               i.transformation_hash, i.sent_request::jsonb,
               -- the slot it waited for, as the claim gave it (this statement's snapshot: before the move clears it)
               d.paced_slot

@@ -1,3 +1,4 @@
+import { boolArray, byteaArray, float8Array, int4Array, textArray, timestamptzArray, uuidArray } from '../db/binary-arrays.ts';
 import type { Db, Queryable, Settings } from '../db/db.ts';
 import { newId } from '../db/ids.ts';
 import { outcomeConcernsIncidents } from '../incidents/record.ts';
@@ -55,32 +56,37 @@ export async function completeAttempts(db: Db, outcomes: readonly Outcome[], nod
  */
 export const COMPLETE_SETTINGS: Settings = { enable_seqscan: 'off', enable_bitmapscan: 'off' };
 
-/** The parameters of the completion statements (complete-statement.ts) for these outcomes. */
+/**
+ * The parameters of the completion statements (complete-statement.ts) for
+ * these outcomes: each column an array in binary (src/db/binary-arrays.ts),
+ * so the database parses no literal and this builds none; the response
+ * body as its bytes, not hex.
+ */
 export function completionParams(outcomes: readonly Outcome[], node: string): unknown[] {
   const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
   return [
-    col((o) => newId(o.result.startedAt.getTime())),
-    col((o) => o.delivery.id),
-    col((o) => o.delivery.organizationId),
-    col((o) => o.delivery.attemptNumber),
-    col((o) => o.result.startedAt.toISOString()),
-    col((o) => o.result.durationMs),
-    col((o) => o.result.url),
-    col((o) => o.result.statusCode ?? null),
+    uuidArray(col((o) => newId(o.result.startedAt.getTime()))),
+    uuidArray(col((o) => o.delivery.id)),
+    uuidArray(col((o) => o.delivery.organizationId)),
+    int4Array(col((o) => o.delivery.attemptNumber)),
+    timestamptzArray(col((o) => o.result.startedAt)),
+    int4Array(col((o) => o.result.durationMs)),
+    textArray(col((o) => o.result.url)),
+    int4Array(col((o) => o.result.statusCode ?? null)),
     // JSON writes NUL as the escape \u0000, which jsonb refuses too
-    col((o) => (o.result.responseHeaders ? JSON.stringify(o.result.responseHeaders).replace(/\\u0000/g, '\\ufffd') : null)),
-    col((o) => (o.result.responseBody ? o.result.responseBody.toString('hex') : null)),
-    col((o) => o.result.responseTruncated ?? false),
-    col((o) => o.result.errorClass ?? null),
-    col((o) => clean(o.result.errorMessage)),
-    col((o) => o.decision.status),
-    col((o) => (o.decision.status === 'pending' ? o.decision.delaySeconds : 0)),
-    col((o) => clean(lastErrorOf(o))),
-    col((o) => o.delivery.leaseId),
+    textArray(col((o) => (o.result.responseHeaders ? JSON.stringify(o.result.responseHeaders).replace(/\\u0000/g, '\\ufffd') : null))),
+    byteaArray(col((o) => o.result.responseBody ?? null)),
+    boolArray(col((o) => o.result.responseTruncated ?? false)),
+    textArray(col((o) => o.result.errorClass ?? null)),
+    textArray(col((o) => clean(o.result.errorMessage))),
+    textArray(col((o) => o.decision.status)),
+    float8Array(col((o) => (o.decision.status === 'pending' ? o.decision.delaySeconds : 0))),
+    textArray(col((o) => clean(lastErrorOf(o)))),
+    uuidArray(col((o) => o.delivery.leaseId)),
     node,
     // src/transformations/run.ts: the code version an attempt ran and what it sent
-    col((o) => o.result.transformationHash ?? null),
-    col((o) => (o.result.sentRequest === undefined ? null : JSON.stringify(o.result.sentRequest))),
+    textArray(col((o) => o.result.transformationHash ?? null)),
+    textArray(col((o) => (o.result.sentRequest === undefined ? null : JSON.stringify(o.result.sentRequest)))),
   ];
 }
 

@@ -1,3 +1,4 @@
+import { int4Array, timestamptzArray, uuidArray } from '../db/binary-arrays.ts';
 import type { Queryable } from '../db/db.ts';
 import { DELIVERY_CHANNEL } from '../delivery/enqueue.ts';
 import { CAPTURES_CHANNEL } from '../subscriptions/emit.ts';
@@ -216,30 +217,31 @@ export const CAPTURE_STATEMENT_DEDUP = captureStatement(true);
  */
 export async function storeCaptures(db: Queryable, captures: readonly Capture[], handoff?: Handoff): Promise<StoreOutcome[]> {
   if (captures.length === 0) return [];
-  // Ids, times and offsets travel as array literals built here (they need
-  // no quoting); every text column of a capture travels in ONE JSON
-  // document for the group, made by JSON.stringify, so no string is escaped
-  // by hand or by the drivers' per-element serialisation (which was a
-  // measurable share of the ingest process's CPU).
-  let ids = '{', orgs = '{', endpointIds = '{', times = '{', offsets = '{', lengths = '{';
+  // Ids, times and offsets travel as arrays in binary (src/db/binary-arrays.ts:
+  // nothing to quote here, nothing for the database to parse); every text
+  // column of a capture travels in ONE JSON document for the group, made by
+  // JSON.stringify, so no string is escaped by hand or by the drivers'
+  // per-element serialisation (which was a measurable share of the ingest
+  // process's CPU).
+  const n = captures.length;
+  const ids = new Array<string>(n), orgs = new Array<string>(n), endpoints = new Array<string>(n);
+  const times = new Array<Date>(n), offsets = new Array<number>(n), lengths = new Array<number>(n);
   // [method, path, query, headers, content_type, source_ip] and, only for an
   // endpoint with verification, [verification_status, verification_reason,
   // rejected]: the statement reads absent elements as null / false, so
   // captures without verification carry nothing more.
-  const texts = new Array<unknown[]>(captures.length);
-  const bodies = new Array<Buffer>(captures.length);
-  const endpoints = new Array<string>(captures.length);
+  const texts = new Array<unknown[]>(n);
+  const bodies = new Array<Buffer>(n);
   let total = 0;
   let dedup = false;
-  for (let i = 0; i < captures.length; i++) {
+  for (let i = 0; i < n; i++) {
     const c = captures[i];
-    const sep = i === 0 ? '' : ',';
-    ids += sep + c.id;
-    orgs += sep + c.organization_id;
-    endpointIds += sep + c.endpoint_id;
-    times += sep + c.received_at.toISOString();
-    offsets += sep + total;
-    lengths += sep + c.body.length;
+    ids[i] = c.id;
+    orgs[i] = c.organization_id;
+    endpoints[i] = c.endpoint_id;
+    times[i] = c.received_at;
+    offsets[i] = total;
+    lengths[i] = c.body.length;
     texts[i] = c.verification_status
       ? [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip, c.verification_status, c.verification_reason ?? null, c.rejected === true]
       : [c.method, c.path, c.query, c.headers, c.content_type, c.source_ip];
@@ -249,7 +251,6 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[],
       if (!c.verification_status) texts[i].push(null, null, false);
       texts[i].push(c.dedup_key, c.dedup_window_seconds);
     }
-    endpoints[i] = c.endpoint_id;
     bodies[i] = c.body;
     total += c.body.length;
   }
@@ -259,8 +260,8 @@ export async function storeCaptures(db: Queryable, captures: readonly Capture[],
   const { rows } = await db.query<{ id: string; paused: boolean; handed: HandedRow[] | null }>(
     dedup ? CAPTURE_STATEMENT_DEDUP : CAPTURE_STATEMENT,
     [
-      ids + '}', orgs + '}', endpointIds + '}', times + '}', offsets + '}', lengths + '}', JSON.stringify(texts), `{${distinct.join(',')}}`, Buffer.concat(bodies, total),
-      room, handoff?.leaseMs ?? 0, handoff?.node ?? '',
+      uuidArray(ids), uuidArray(orgs), uuidArray(endpoints), timestamptzArray(times), int4Array(offsets), int4Array(lengths), JSON.stringify(texts), uuidArray(distinct),
+      Buffer.concat(bodies, total), room, handoff?.leaseMs ?? 0, handoff?.node ?? '',
     ],
     { name: dedup ? 'weir_capture_dedup' : 'weir_capture' },
   );
