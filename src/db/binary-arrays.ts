@@ -135,7 +135,7 @@ export function timestamptzArray(values: readonly (Date | null | undefined)[]): 
 }
 
 /** Elements of their own length: each text's UTF-8, each Buffer's bytes. */
-function variable<T extends string | Uint8Array>(values: readonly (T | null | undefined)[], elementOid: number, check: (v: unknown) => v is T): Buffer {
+function variable<T extends string | Uint8Array>(values: readonly (T | null | undefined)[], elementOid: number, what: string, check: (v: unknown) => v is T): Buffer {
   let payload = 0;
   let absent = 0;
   const lengths = new Array<number>(values.length);
@@ -147,7 +147,7 @@ function variable<T extends string | Uint8Array>(values: readonly (T | null | un
       payload += 4;
       continue;
     }
-    if (!check(v)) throw new TypeError(`not a ${elementOid === OID.text ? 'string' : 'Buffer'}: ${String(v)}`);
+    if (!check(v)) throw new TypeError(`not a ${what}: ${String(v)}`);
     lengths[i] = typeof v === 'string' ? Buffer.byteLength(v) : (v as Uint8Array).byteLength;
     payload += 4 + lengths[i];
   }
@@ -173,9 +173,9 @@ function variable<T extends string | Uint8Array>(values: readonly (T | null | un
  * callers replace it first, as they did for the literals.
  */
 export function textArray(values: readonly (string | null | undefined)[]): Buffer {
-  return variable(values, OID.text, (v): v is string => typeof v === 'string');
+  return variable(values, OID.text, 'string', (v): v is string => typeof v === 'string');
 }
 
 export function byteaArray(values: readonly (Uint8Array | null | undefined)[]): Buffer {
-  return variable(values, OID.bytea, (v): v is Uint8Array => v instanceof Uint8Array);
+  return variable(values, OID.bytea, 'Buffer', (v): v is Uint8Array => v instanceof Uint8Array);
 }
