@@ -42,8 +42,8 @@ const MIN_CLAIM_AHEAD_WAIT_MS = 5_000;
 
 /** Outcomes waiting for their completion statement on PostgreSQL, in concurrencies (deliveryQueueFor). */
 const POSTGRES_UNRECORDED_CONCURRENCIES = 4;
-/** Rows a claim takes on PGlite with claim-ahead, in concurrencies (deliveryQueueFor). */
-const PGLITE_CLAIM_CONCURRENCIES = 2;
+/** Rows a claim takes with claim-ahead, in concurrencies (deliveryQueueFor). */
+const CLAIM_CONCURRENCIES = 2;
 
 /**
  * How much the HTTPS delivery worker holds (WorkerOptions.claimAhead,
@@ -59,13 +59,15 @@ const PGLITE_CLAIM_CONCURRENCIES = 2;
  * the forwards a second). A node holds at most one batch more than it
  * sends, so other nodes still find work.
  *
- * On PGlite a claim takes two concurrencies of rows, and holds up to three:
- * its statements cost per row less the more rows they carry (a claim of
- * 64 cost 174 µs a forward, of 16 248 µs), and answered outcomes may wait
- * for their record up to one more batch, so the claims and the
- * completions both come in batches of two concurrencies. 1.08-1.15x the
- * forwards a second at 0.88x the CPU a forward, measured on 2026-11-29;
- * on PostgreSQL the same measured 0.98x, so it claims one concurrency.
+ * With claim-ahead a claim takes two concurrencies of rows, and a node
+ * holds up to three: a statement's cost per row falls the more rows it
+ * carries (a claim of 64 cost 174 µs a forward on PGlite, of 16 248 µs),
+ * and answered outcomes may wait for their record up to one more batch, so
+ * the claims and the completions both come in batches of two
+ * concurrencies. PGlite: 1.08-1.15x the forwards a second at 0.88x the
+ * CPU a forward (2026-11-29). PostgreSQL: 0.98x then, when a row cost
+ * more; since the binary arrays, 1.00-1.10x at 0.85-0.95x the CPU a
+ * forward, the server's own 0.85x (2026-12-05: docs/forwarding.md).
  *
  * What is claimed ahead of a send slot also stays within `holdBytes` of
  * captured bodies (WEIR_DELIVERY_HOLD_MB), so a backlog of large bodies
@@ -77,9 +79,9 @@ export function deliveryQueueFor(
 ): { claimAhead?: { maxWaitMs: number; holdBytes: number }; batchSize?: number; unrecordedLimit: number } {
   const maxWaitMs = o.leaseMs - o.forwardTimeoutMs - LEASE_MARGIN_MS;
   const claimAhead = maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs, holdBytes: o.holdBytes } : undefined;
-  if (db.kind === 'postgres') return { claimAhead, unrecordedLimit: (1 + POSTGRES_UNRECORDED_CONCURRENCIES) * o.concurrency };
+  const batchSize = CLAIM_CONCURRENCIES * o.concurrency;
+  if (db.kind === 'postgres') return { claimAhead, ...(claimAhead && { batchSize }), unrecordedLimit: (1 + POSTGRES_UNRECORDED_CONCURRENCIES) * o.concurrency };
   if (!claimAhead) return { unrecordedLimit: 2 * o.concurrency };
-  const batchSize = PGLITE_CLAIM_CONCURRENCIES * o.concurrency;
   return { claimAhead, batchSize, unrecordedLimit: o.concurrency + 2 * batchSize };
 }
 

@@ -262,11 +262,11 @@ describe('delivery worker', () => {
       assert.equal(held, 6, 'three concurrencies, as without a budget');
     });
 
-    it('is sized per database: on PGlite a claim takes two concurrencies, on PostgreSQL one; none without room in the lease', () => {
+    it('takes two concurrencies a claim on both databases; none ahead without room in the lease', () => {
       const o = { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32, holdBytes: 1 << 26 };
       const claimAhead = { maxWaitMs: 28_000, holdBytes: 1 << 26 };
       assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, o), { claimAhead, batchSize: 64, unrecordedLimit: 160 });
-      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead, unrecordedLimit: 160 });
+      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead, batchSize: 64, unrecordedLimit: 160 });
       // a lease leaving less than 5 s to wait: sends as they are claimed, a batch of one concurrency
       const short = { ...o, leaseMs: 36_000 };
       assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, short), { unrecordedLimit: 64 });
