@@ -11,6 +11,7 @@
  * to the first tree.
  *
  *   BENCH_TREES=before:/path/to/old-worktree,after:. npm run bench:forward-trees
+ *   BENCH_TREES=main:.@off,thread:.@on npm run bench:forward-trees   # one tree, two transports
  *
  * The database is PGlite in memory, or fresh PostgreSQL databases beside
  * DATABASE_URL. Env: BENCH_FORWARDS per round (default 3000), BENCH_CYCLES (default 12).
@@ -21,11 +22,14 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { openBenchDbWith } from './bench-db.ts';
 import { BODY, CONCURRENCY, HEADERS, keptOpen } from './forward-load.ts';
+import { cpuNow, cpuSince } from './forward-measure.ts';
 import { median } from './stats.ts';
 
-const TREES = (process.env.BENCH_TREES ?? '').split(',').filter(Boolean).map((t) => {
+// name:path, or name:path@on|off|auto for that tree's WEIR_FORWARD_THREAD (the same tree twice compares the two transports)
+const TREES = (process.env.BENCH_TREES ?? '').split(',').filter(Boolean).map((spec) => {
+  const [t, thread = process.env.WEIR_FORWARD_THREAD] = spec.split('@');
   const at = t.indexOf(':');
-  return at < 0 ? { name: t, root: resolve(t) } : { name: t.slice(0, at), root: resolve(t.slice(at + 1)) };
+  return { ...(at < 0 ? { name: t, root: resolve(t) } : { name: t.slice(0, at), root: resolve(t.slice(at + 1)) }), thread };
 });
 if (TREES.length < 2) throw new Error('BENCH_TREES: at least two name:path pairs, the baseline first');
 const FORWARDS = Number(process.env.BENCH_FORWARDS ?? 3000);
@@ -40,13 +44,13 @@ const target = `https://127.0.0.1:${port}/hook`;
 
 interface Tree {
   name: string;
-  /** Queues `n` captures, then times one worker draining them: forwards/s, and this process's CPU µs a forward. */
-  round(n: number): Promise<{ rate: number; cpuUs: number }>;
+  /** Queues `n` captures, then times one worker draining them: forwards/s, and CPU µs a forward of this process and (PostgreSQL) of the server's backends. */
+  round(n: number): Promise<{ rate: number; cpuUs: number; serverUs: number }>;
   close(): Promise<void>;
 }
 
 /** One tree's Weir: every module from that tree (the same paths exist in every tree since a5e37e5). */
-async function openTree(name: string, root: string): Promise<Tree> {
+async function openTree(name: string, root: string, thread: string | undefined): Promise<Tree> {
   const from = (path: string) => import(`${root}/${path}`);
   const pino = createRequire(`${root}/package.json`)('pino');
   const [{ newId }, { HttpTransport }, { DeliveryWorker }, { storeCaptures }, { createOrganization }, { idTime }, { migrate }, { openPglite }, { openPostgres }, { createFreshDatabase }, { insertEndpoint }, { testCa }, { claimAheadFor, deliveryQueueFor, forwardTransport }, { loadConfig }] =
@@ -62,7 +66,7 @@ async function openTree(name: string, root: string): Promise<Tree> {
   const endpoint = await insertEndpoint(db, org.id, { forwardUrl: target });
   // the transport startDelivery gives this database (a thread of its own on PGlite since 2026-12-01; WEIR_FORWARD_THREAD), else the tree's HttpTransport
   const httpOpts = { allowPrivate: true, connectTimeoutMs: 10_000, timeoutMs: 30_000, ca: testCa().ca };
-  const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: process.env.WEIR_FORWARD_THREAD }), httpOpts) : new HttpTransport(httpOpts);
+  const http = forwardTransport ? forwardTransport(db, loadConfig({ WEIR_FORWARD_THREAD: thread }), httpOpts) : new HttpTransport(httpOpts);
   // with the transport's own queue where the tree has one (Transport.queueLimit, since 2026-12-03)
   const transport = keptOpen(http);
   async function capture(n: number): Promise<void> {
@@ -81,14 +85,14 @@ async function openTree(name: string, root: string): Promise<Tree> {
       // as that tree's startDelivery runs it (claim-ahead and the unrecorded limit, where the tree has them)
       const queue = deliveryQueueFor?.(db, { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: CONCURRENCY, holdBytes: DEFAULT_HOLD_BYTES }) ?? { claimAhead: claimAheadFor?.(db, 60_000, 30_000) };
       const w = new DeliveryWorker({ db, logger: pino({ level: 'warn' }), node: 'bench', transport, concurrency: CONCURRENCY, ...queue, leaseMs: 60_000, pollMs: 5_000, onSettled: () => settled++ });
+      const cpu = await cpuNow(db);
       const started = performance.now();
-      const cpu = process.cpuUsage();
       await w.start();
       while (settled < n) await sleep(2);
       const rate = n / ((performance.now() - started) / 1000);
-      const used = process.cpuUsage(cpu);
+      const used = await cpuSince(db, cpu);
       await w.stop();
-      return { rate, cpuUs: (used.user + used.system) / n };
+      return { rate, cpuUs: (used.processMs * 1000) / n, serverUs: (used.serverMs * 1000) / n };
     },
     async close() {
       await http.close();
@@ -99,32 +103,40 @@ async function openTree(name: string, root: string): Promise<Tree> {
 }
 
 const trees: Tree[] = [];
-for (const t of TREES) trees.push(await openTree(t.name, t.root));
+for (const t of TREES) trees.push(await openTree(t.name, t.root, t.thread));
 console.log(`forwarding, trees alternating, on ${process.env.DATABASE_URL ? 'postgres' : 'pglite'}: ${FORWARDS} forwards a round, ${CYCLES} cycles, concurrency ${CONCURRENCY}`);
 for (const t of trees) await t.round(1000); // warm-up: connections, JIT
 const rates = new Map<string, number[]>(trees.map((t) => [t.name, []]));
 // this process's CPU a forward (on PGlite the database's too): steadier than rates on a loaded machine
 const cpus = new Map<string, number[]>(trees.map((t) => [t.name, []]));
+// on PostgreSQL, the server backends' CPU a forward (the database's work there is not in this process)
+const servers = new Map<string, number[]>(trees.map((t) => [t.name, []]));
+const onPostgres = Boolean(process.env.DATABASE_URL);
 for (let c = 0; c < CYCLES; c++) {
   for (let i = 0; i < trees.length; i++) {
     const t = trees[(i + c) % trees.length];
     const r = await t.round(FORWARDS);
     rates.get(t.name)!.push(r.rate);
     cpus.get(t.name)!.push(r.cpuUs);
+    servers.get(t.name)!.push(r.serverUs);
   }
   console.log(
-    `cycle ${c + 1} (load ${loadavg()[0].toFixed(1)}): ${trees.map((t) => `${t.name} ${rates.get(t.name)![c].toFixed(0)}/s, ${cpus.get(t.name)![c].toFixed(0)} µs CPU a forward`).join('; ')}`,
+    `cycle ${c + 1} (load ${loadavg()[0].toFixed(1)}): ${trees.map((t) => `${t.name} ${rates.get(t.name)![c].toFixed(0)}/s, ${cpus.get(t.name)![c].toFixed(0)} µs CPU a forward${onPostgres ? ` + ${servers.get(t.name)![c].toFixed(0)} µs in the server` : ''}`).join('; ')}`,
   );
 }
 const base = rates.get(trees[0].name)!;
 const baseCpu = cpus.get(trees[0].name)!;
+const baseServer = servers.get(trees[0].name)!;
 for (const t of trees) {
   const r = rates.get(t.name)!;
   const u = cpus.get(t.name)!;
+  const sv = servers.get(t.name)!;
+  const total = u.map((x, i) => x + sv[i]);
   console.log(
     `${t.name}: ${Math.min(...r).toFixed(0)}-${Math.max(...r).toFixed(0)}/s, median ${median(r).toFixed(0)}/s; ` +
       `÷ ${trees[0].name} per cycle: median ${median(r.map((x, i) => x / base[i])).toFixed(2)}; ` +
-      `CPU a forward in this process: median ${median(u).toFixed(0)} µs, ÷ ${trees[0].name} ${median(u.map((x, i) => x / baseCpu[i])).toFixed(2)}`,
+      `CPU a forward in this process: median ${median(u).toFixed(0)} µs, ÷ ${trees[0].name} ${median(u.map((x, i) => x / baseCpu[i])).toFixed(2)}` +
+      (onPostgres ? `; with the server's: median ${median(total).toFixed(0)} µs, ÷ ${trees[0].name} ${median(total.map((x, i) => x / (baseCpu[i] + baseServer[i]))).toFixed(2)}` : ''),
   );
 }
 receiver.send('exit');
