@@ -73,7 +73,7 @@ export function counted(db: Db, c: Counter): Db {
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
 /** CPU ms of the processes `pids` (utime + stime from /proc); a process gone meanwhile counts 0. */
-function procCpuMs(pids: number[]): number {
+export function procCpuMs(pids: number[]): number {
   let ms = 0;
   for (const pid of pids) {
     try {
@@ -141,4 +141,35 @@ export async function cpuSince(db: Db, start: CpuSample): Promise<{ processMs: n
   const known = new Set(start.pids);
   const serverMs = procCpuMs(start.pids) - start.serverMs + procCpuMs(pids.filter((p) => !known.has(p)));
   return { processMs: (u.user + u.system) / 1000 - start.processMs, serverMs };
+}
+
+/** CPU ms of each thread of this process now, by thread id (the main thread's id is the pid). */
+export function threadCpuNow(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(tid, (Number(fields[11]) + Number(fields[12])) * TICK_MS);
+    } catch {
+      /* exited */
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU ms each thread spent since `start`: the main thread, and the others
+ * busiest first (Node names every thread "node": V8's helpers, which run
+ * most of the garbage collector, libuv's pool and worker threads alike).
+ */
+export function threadCpuSince(start: Map<string, number>): { mainMs: number; othersMs: number[] } {
+  let mainMs = 0;
+  const othersMs: number[] = [];
+  for (const [tid, ms] of threadCpuNow()) {
+    const used = ms - (start.get(tid) ?? 0);
+    if (tid === String(process.pid)) mainMs = used;
+    else if (used > 0) othersMs.push(used);
+  }
+  return { mainMs, othersMs: othersMs.sort((a, b) => b - a) };
 }

@@ -35,6 +35,11 @@
  * transformation rewrites headers and the JSON body ÷ the same destination
  * without one, alternating in the same run, and the sandbox's cold start
  * and cost a call (docs/transformations.md).
+ * BENCH_THREADS=1 also prints, per round of (a), the CPU a post or forward
+ * of this process's main thread, of its other threads (the HTTPS
+ * transport's thread on PGlite, V8's helpers, which run most of the garbage
+ * collector) and of the receiver's process (docs/forwarding.md, "By
+ * thread").
  * BENCH_STEPS=1 also prints, for (c) with NOTIFY, when each step of a
  * forward happened, as the median over the webhooks of its time since the
  * webhook's scheduled POST: the capture statement sent and answered, the
@@ -57,7 +62,7 @@ import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { openBenchDb, PGLITE } from './bench-db.ts';
-import { counted, cpuNow, cpuSince, type Counter } from './forward-measure.ts';
+import { counted, cpuNow, cpuSince, procCpuMs, threadCpuNow, threadCpuSince, type Counter } from './forward-measure.ts';
 import { benchCaptures, benchTransport, BODY, CONCURRENCY, HEADERS, keptOpen } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { Sandbox } from '../src/transformations/sandbox.ts';
@@ -75,6 +80,8 @@ const fmt = (n: number, d = 0) => n.toFixed(d);
 
 /** BENCH_STEPS: when each step of a quiet forward happened (epoch ms), in the order they happen. */
 const STEPS = process.env.BENCH_STEPS === '1';
+/** BENCH_THREADS=1: each round of (a) also prints the CPU of this process's main thread and of its other threads. */
+const THREADS = process.env.BENCH_THREADS === '1';
 const steps: Record<string, number[]> = { 'POST sent': [], 'capture statement sent': [], 'capture statement answered': [], 'POST acknowledged': [], 'NOTIFY heard': [], 'claim sent': [], 'claim answered': [], 'handed to the transport': [] };
 const step = (name: keyof typeof steps) => STEPS && steps[name].push(now());
 /** Runs `run`, marking when it was sent and answered. */
@@ -169,12 +176,28 @@ interface Phase {
   cpuMs: number;
   serverCpuMs: number;
   statements: number;
+  /** CPU ms per forward or post of this process's main thread, and of its other threads, busiest first. */
+  threads: { mainMs: number; othersMs: number[] };
+  /** CPU ms per forward or post of the receiver's process. */
+  receiverMs: number;
+}
+
+function perItem(t: { mainMs: number; othersMs: number[] }, n: number): Phase['threads'] {
+  return { mainMs: t.mainMs / n, othersMs: t.othersMs.map((ms) => ms / n) };
+}
+
+/** "main 120, others 40 (30, 6, 4)" in µs an item: the three busiest other threads. */
+function threadsText(t: Phase['threads']): string {
+  const others = t.othersMs.reduce((a, b) => a + b, 0);
+  return `main ${fmt(t.mainMs * 1000)}, other threads ${fmt(others * 1000)} (${t.othersMs.slice(0, 3).map((ms) => fmt(ms * 1000)).join(', ')})`;
 }
 
 async function direct(n: number): Promise<Phase> {
   const headers = HEADERS.flat();
   let next = 0;
   const cpu = await cpuNow(db);
+  const threads = threadCpuNow();
+  const received = procCpuMs([receiver.pid!]);
   const started = now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -186,8 +209,10 @@ async function direct(n: number): Promise<Phase> {
     }),
   );
   const rate = n / ((now() - started) / 1000);
+  const perThread = perItem(threadCpuSince(threads), n);
+  const receiverMs = (procCpuMs([receiver.pid!]) - received) / n;
   const used = await cpuSince(db, cpu);
-  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: 0 };
+  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: 0, threads: perThread, receiverMs };
 }
 
 async function throughWeir(n: number, into: { id: string } = endpoint): Promise<Phase> {
@@ -195,15 +220,19 @@ async function throughWeir(n: number, into: { id: string } = endpoint): Promise<
   settled = 0;
   const w = worker();
   const cpu = await cpuNow(db);
+  const threads = threadCpuNow();
+  const received = procCpuMs([receiver.pid!]);
   const sent = statements.statements;
   const started = now();
   await w.start();
   await waitSettled(n);
   const rate = n / ((now() - started) / 1000);
   const count = statements.statements - sent;
+  const perThread = perItem(threadCpuSince(threads), n);
+  const receiverMs = (procCpuMs([receiver.pid!]) - received) / n;
   const used = await cpuSince(db, cpu);
   await w.stop();
-  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n };
+  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n, threads: perThread, receiverMs };
 }
 
 console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, HTTPS transport ${http instanceof ThreadedHttpTransport ? 'on a thread of its own' : 'on the main thread'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
@@ -222,6 +251,7 @@ for (let r = 0; r < ROUNDS; r++) {
     `(a) round ${r + 1} (load ${fmt(loadavg()[0], 1)}): direct ${fmt(d.rate)}/s, ${fmt(d.cpuMs * 1000)} µs CPU a post; ` +
       `Weir ${fmt(w.rate)}/s, ${fmt(w.cpuMs * 1000)} µs CPU a forward${db.kind === 'postgres' ? ` + ${fmt(w.serverCpuMs * 1000)} µs in the server` : ''}, ${fmt(w.statements, 2)} statements a forward`,
   );
+  if (THREADS) console.log(`    by thread, µs: a direct post ${threadsText(d.threads)}, the receiver ${fmt(d.receiverMs * 1000)}; a forward ${threadsText(w.threads)}, the receiver ${fmt(w.receiverMs * 1000)}`);
 }
 const got = await arrivals();
 const delivered = new Set([...got.keys()].filter((k) => k.startsWith('msg_'))).size;
