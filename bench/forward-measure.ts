@@ -7,6 +7,7 @@
  * not other work on the machine).
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import type { Db, Queryable } from '../src/db/db.ts';
 
 export interface Counter {
@@ -172,4 +173,48 @@ export function threadCpuSince(start: Map<string, number>): { mainMs: number; ot
     else if (used > 0) othersMs.push(used);
   }
   return { mainMs, othersMs: othersMs.sort((a, b) => b - a) };
+}
+
+/** Collections of the main thread's heap: young generation (scavenges) and full (mark-compacts), with their pauses on the thread. */
+export interface Collections {
+  young: number;
+  full: number;
+  youngMs: number;
+  fullMs: number;
+}
+
+const collected: Collections = { young: 0, full: 0, youngMs: 0, fullMs: 0 };
+let gcObserver: PerformanceObserver | undefined;
+
+function addCollections(entries: PerformanceEntry[]): void {
+  for (const e of entries) {
+    const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+    if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+      collected.young++;
+      collected.youngMs += e.duration;
+    } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+      collected.full++;
+      collected.fullMs += e.duration;
+    }
+  }
+}
+
+/**
+ * The main thread's collections so far (observed from the first call on).
+ * Pauses only: a full collection's concurrent marking runs on V8's helper
+ * threads, whose CPU threadCpuSince counts.
+ */
+export function collectionsNow(): Collections {
+  if (!gcObserver) {
+    gcObserver = new PerformanceObserver((list) => addCollections(list.getEntries()));
+    gcObserver.observe({ entryTypes: ['gc'] });
+  }
+  // entries not yet handed to the callback
+  addCollections(gcObserver.takeRecords());
+  return { ...collected };
+}
+
+export function collectionsSince(start: Collections): Collections {
+  const now = collectionsNow();
+  return { young: now.young - start.young, full: now.full - start.full, youngMs: now.youngMs - start.youngMs, fullMs: now.fullMs - start.fullMs };
 }

@@ -39,7 +39,8 @@
  * of this process's main thread, of its other threads (the HTTPS
  * transport's thread on PGlite, V8's helpers, which run most of the garbage
  * collector) and of the receiver's process (docs/forwarding.md, "By
- * thread").
+ * thread"), and the main thread's collections a 10,000 posts or forwards,
+ * young and full, with their pauses.
  * BENCH_STEPS=1 also prints, for (c) with NOTIFY, when each step of a
  * forward happened, as the median over the webhooks of its time since the
  * webhook's scheduled POST: the capture statement sent and answered, the
@@ -62,7 +63,7 @@ import { startIngest } from '../src/ingest/server.ts';
 import { storeCaptures } from '../src/ingest/store.ts';
 import { createOrganization } from '../src/orgs/organizations.ts';
 import { openBenchDb, PGLITE } from './bench-db.ts';
-import { counted, cpuNow, cpuSince, procCpuMs, threadCpuNow, threadCpuSince, type Counter } from './forward-measure.ts';
+import { collectionsNow, collectionsSince, counted, cpuNow, cpuSince, procCpuMs, threadCpuNow, threadCpuSince, type Collections, type Counter } from './forward-measure.ts';
 import { benchCaptures, benchTransport, BODY, CONCURRENCY, HEADERS, keptOpen } from './forward-load.ts';
 import { insertEndpoint, insertForwardDestination } from '../test/helpers/fixtures.ts';
 import { Sandbox } from '../src/transformations/sandbox.ts';
@@ -180,6 +181,8 @@ interface Phase {
   threads: { mainMs: number; othersMs: number[] };
   /** CPU ms per forward or post of the receiver's process. */
   receiverMs: number;
+  /** The main thread's collections during the phase. */
+  collections: Collections;
 }
 
 function perItem(t: { mainMs: number; othersMs: number[] }, n: number): Phase['threads'] {
@@ -187,6 +190,11 @@ function perItem(t: { mainMs: number; othersMs: number[] }, n: number): Phase['t
 }
 
 /** "main 120, others 40 (30, 6, 4)" in µs an item: the three busiest other threads. */
+function collectionsText(c: Collections, n: number): string {
+  const per = 10_000 / n;
+  return `${fmt(c.young * per)} young (${fmt(c.youngMs * per)} ms of pauses), ${fmt(c.full * per, 1)} full (${fmt(c.fullMs * per)} ms)`;
+}
+
 function threadsText(t: Phase['threads']): string {
   const others = t.othersMs.reduce((a, b) => a + b, 0);
   return `main ${fmt(t.mainMs * 1000)}, other threads ${fmt(others * 1000)} (${t.othersMs.slice(0, 3).map((ms) => fmt(ms * 1000)).join(', ')})`;
@@ -197,6 +205,7 @@ async function direct(n: number): Promise<Phase> {
   let next = 0;
   const cpu = await cpuNow(db);
   const threads = threadCpuNow();
+  const gc = collectionsNow();
   const received = procCpuMs([receiver.pid!]);
   const started = now();
   await Promise.all(
@@ -210,9 +219,10 @@ async function direct(n: number): Promise<Phase> {
   );
   const rate = n / ((now() - started) / 1000);
   const perThread = perItem(threadCpuSince(threads), n);
+  const collections = collectionsSince(gc);
   const receiverMs = (procCpuMs([receiver.pid!]) - received) / n;
   const used = await cpuSince(db, cpu);
-  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: 0, threads: perThread, receiverMs };
+  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: 0, threads: perThread, receiverMs, collections };
 }
 
 async function throughWeir(n: number, into: { id: string } = endpoint): Promise<Phase> {
@@ -221,6 +231,7 @@ async function throughWeir(n: number, into: { id: string } = endpoint): Promise<
   const w = worker();
   const cpu = await cpuNow(db);
   const threads = threadCpuNow();
+  const gc = collectionsNow();
   const received = procCpuMs([receiver.pid!]);
   const sent = statements.statements;
   const started = now();
@@ -229,10 +240,11 @@ async function throughWeir(n: number, into: { id: string } = endpoint): Promise<
   const rate = n / ((now() - started) / 1000);
   const count = statements.statements - sent;
   const perThread = perItem(threadCpuSince(threads), n);
+  const collections = collectionsSince(gc);
   const receiverMs = (procCpuMs([receiver.pid!]) - received) / n;
   const used = await cpuSince(db, cpu);
   await w.stop();
-  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n, threads: perThread, receiverMs };
+  return { rate, cpuMs: used.processMs / n, serverCpuMs: used.serverMs / n, statements: count / n, threads: perThread, receiverMs, collections };
 }
 
 console.log(`forwarding benchmark on ${db.kind}${db.kind === 'pglite' ? ` (${PGLITE === 'disk' ? 'a data folder' : 'in memory'})` : ''}, concurrency ${CONCURRENCY}, ${BODY.length}-byte body, HTTPS transport ${http instanceof ThreadedHttpTransport ? 'on a thread of its own' : 'on the main thread'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
@@ -251,7 +263,10 @@ for (let r = 0; r < ROUNDS; r++) {
     `(a) round ${r + 1} (load ${fmt(loadavg()[0], 1)}): direct ${fmt(d.rate)}/s, ${fmt(d.cpuMs * 1000)} µs CPU a post; ` +
       `Weir ${fmt(w.rate)}/s, ${fmt(w.cpuMs * 1000)} µs CPU a forward${db.kind === 'postgres' ? ` + ${fmt(w.serverCpuMs * 1000)} µs in the server` : ''}, ${fmt(w.statements, 2)} statements a forward`,
   );
-  if (THREADS) console.log(`    by thread, µs: a direct post ${threadsText(d.threads)}, the receiver ${fmt(d.receiverMs * 1000)}; a forward ${threadsText(w.threads)}, the receiver ${fmt(w.receiverMs * 1000)}`);
+  if (THREADS) {
+    console.log(`    by thread, µs: a direct post ${threadsText(d.threads)}, the receiver ${fmt(d.receiverMs * 1000)}; a forward ${threadsText(w.threads)}, the receiver ${fmt(w.receiverMs * 1000)}`);
+    console.log(`    the main thread's collections, a 10,000: direct posts ${collectionsText(d.collections, FORWARDS)}; forwards ${collectionsText(w.collections, FORWARDS)}`);
+  }
 }
 const got = await arrivals();
 const delivered = new Set([...got.keys()].filter((k) => k.startsWith('msg_'))).size;
