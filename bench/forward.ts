@@ -190,14 +190,15 @@ function perItem(t: { mainMs: number; othersMs: number[] }, n: number): Phase['t
 }
 
 /** "main 120, others 40 (30, 6, 4)" in µs an item: the three busiest other threads. */
-function collectionsText(c: Collections, n: number): string {
-  const per = 10_000 / n;
-  return `${fmt(c.young * per)} young (${fmt(c.youngMs * per)} ms of pauses), ${fmt(c.full * per, 1)} full (${fmt(c.fullMs * per)} ms)`;
-}
-
 function threadsText(t: Phase['threads']): string {
   const others = t.othersMs.reduce((a, b) => a + b, 0);
   return `main ${fmt(t.mainMs * 1000)}, other threads ${fmt(others * 1000)} (${t.othersMs.slice(0, 3).map((ms) => fmt(ms * 1000)).join(', ')})`;
+}
+
+/** "8 young (21 ms of pauses), 10.0 full (68 ms)" a 10,000 items, of a phase of `n`. */
+function collectionsText(c: Collections, n: number): string {
+  const per = 10_000 / n;
+  return `${fmt(c.young * per)} young (${fmt(c.youngMs * per)} ms of pauses), ${fmt(c.full * per, 1)} full (${fmt(c.fullMs * per)} ms)`;
 }
 
 async function direct(n: number): Promise<Phase> {
