@@ -24,7 +24,11 @@
  * Per round of (a) it also measures CPU per forward against CPU per direct
  * post (this process, plus on PostgreSQL the server backends of this
  * database) and statements per forward (every statement the worker sends
- * through the Db interface, see forward-measure.ts).
+ * through the Db interface, see forward-measure.ts). It then splits the
+ * ratio into two factors: CPU a direct post ÷ CPU a forward, every process
+ * counted (the receiver's too), and the cores each phase kept busy: the
+ * first is the work, the second how well the processes overlap on the
+ * machine's cores (docs/forwarding.md, "The ratio's two factors").
  * The HTTPS transport is the one startDelivery gives the database: on
  * PGlite a thread of its own, unless WEIR_FORWARD_THREAD=off (or on).
  * Env: BENCH_FORWARDS (a phase of (a), default 10000: with 3000 the direct
@@ -49,7 +53,7 @@
  * forward's time goes").
  */
 import { fork } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import pino from 'pino';
 import { Agent } from 'undici';
@@ -269,6 +273,18 @@ for (let r = 0; r < ROUNDS; r++) {
     console.log(`    the main thread's collections, a 10,000: direct posts ${collectionsText(d.collections, FORWARDS)}; forwards ${collectionsText(w.collections, FORWARDS)}`);
   }
 }
+// Weir ÷ direct is the product of two factors, each a median over the rounds:
+// how much less CPU a direct post takes, every process counted (this one,
+// the database server's backends, the receiver), and how many of the
+// machine's cores each phase kept busy (rate × that CPU). The first is the
+// work a forward; the second, how well its processes overlap on the cores.
+const allCpuMs = (p: Phase) => p.cpuMs + p.serverCpuMs + p.receiverMs;
+const busyCores = (p: Phase) => (p.rate * allCpuMs(p)) / 1000;
+console.log(
+  `(a) the ratio's two factors: CPU a direct post ÷ CPU a forward, every process (receiver and server included) ` +
+    `${fmt(median(rounds.map((r) => allCpuMs(r.direct) / allCpuMs(r.weir))), 2)}; ` +
+    `cores busy ${fmt(median(rounds.map((r) => busyCores(r.weir))), 2)} through Weir ÷ ${fmt(median(rounds.map((r) => busyCores(r.direct))), 2)} direct, of ${availableParallelism()}`,
+);
 const got = await arrivals();
 const delivered = new Set([...got.keys()].filter((k) => k.startsWith('msg_'))).size;
 const weirRate = median(rounds.map((r) => r.weir.rate));
