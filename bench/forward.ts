@@ -273,11 +273,8 @@ for (let r = 0; r < ROUNDS; r++) {
     console.log(`    the main thread's collections, a 10,000: direct posts ${collectionsText(d.collections, FORWARDS)}; forwards ${collectionsText(w.collections, FORWARDS)}`);
   }
 }
-// Weir ÷ direct is the product of two factors, each a median over the rounds:
-// how much less CPU a direct post takes, every process counted (this one,
-// the database server's backends, the receiver), and how many of the
-// machine's cores each phase kept busy (rate × that CPU). The first is the
-// work a forward; the second, how well its processes overlap on the cores.
+// The two factors of the file's comment: in each round their product is
+// Weir ÷ direct exactly; the medians printed multiply to about the median.
 const allCpuMs = (p: Phase) => p.cpuMs + p.serverCpuMs + p.receiverMs;
 const busyCores = (p: Phase) => (p.rate * allCpuMs(p)) / 1000;
 console.log(
