@@ -131,6 +131,7 @@ async function claimIn(db: Queryable, o: ClaimOptions, batches: boolean): Promis
       replayBatchId: r.replay_batch_id,
       attemptNumber: r.attempt_count + 1,
       sendAt: r.paced_slot_ms !== null ? r.paced_slot_ms - skew : 0,
+      pacedSlotMs: r.paced_slot_ms,
       capture: r.capture_id
         ? {
             id: r.capture_id,

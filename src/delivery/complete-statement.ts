@@ -1,7 +1,8 @@
 // The completion statements, each written out whole: completeAttempts
 // (complete.ts) picks one. Parameters: $1-$17 one array per outcome column
-// (see `input`), $18 the node, $19-$20 two more outcome columns: the
-// transformation's code hash and the request as sent (src/transformations).
+// (see `input`), $18 the node, $19-$21 three more outcome columns: the
+// transformation's code hash, the request as sent (src/transformations) and
+// the paced slot the claim gave (epoch ms, the database's clock).
 // The arrays travel in binary (src/db/binary-arrays.ts, completionParams).
 //
 // The move of each delivery, the same in both: while the lease it was
@@ -11,25 +12,50 @@
 // batch's pause or cancel mark: held stays held, cancelled ends failed.
 
 /*
- * PROBE. The attempt rows read their delivery's paced slot through a lateral
- * subquery with `limit 1`, which the planner cannot merge into a join: so
- * it is a probe of the deliveries primary key for each outcome, whatever
- * the statistics say. As a plain join, a planner without statistics (PGlite
- * never has any until Weir's table maintenance analyzes; PostgreSQL's may
- * be minutes old after a burst) hashed the outcomes and read the whole
- * deliveries table for them (with 2,000 deliveries on PGlite, a completion
- * of 16 outcomes took 3.0 ms that way and takes 2.3 ms with the probe;
- * docs/forwarding.md, "A completion that read the whole table").
- * test/delivery/complete-statements.test.ts checks the plan.
- *
+ * ATTEMPTS. An attempt row is written for each outcome whose delivery still
+ * exists, in one of two ways that both hold the delivery's row, so a
+ * concurrent delete (an endpoint, destination or organization deleted with
+ * forwards in flight) either happened first (no attempt: the delivery keeps
+ * no history) or waits for this statement to commit and then deletes the
+ * attempts with it (the trigger of migration 0026, which replaced the
+ * foreign key's check: no orphaned attempt either way):
+ * - `moved`: the deliveries this statement moves on, locked by its update;
+ * - `kept`: the rest, whose lease was lost meanwhile (rare), locked FOR KEY
+ *   SHARE as the foreign key's check did. `= any(array(...))` so an empty
+ *   rest costs no probe at all.
+ * The attempt's `scheduled_at` is the slot the claim gave (ClaimedDelivery,
+ * pacedSlotMs), not read back from the row the update clears.
+ */
+
+/*
  * LEASED. The update checks `coalesce(d.status, '') = 'in_flight'` (status
  * is never null: the same test) because the plain `d.status = 'in_flight'`
  * matches the predicate of the partial index deliveries_leased, and the
  * statements are prepared (complete.ts, COMPLETE_SETTINGS): a generic plan
  * that walked that index read an entry for every delivery ever in flight
  * since the last vacuum, on every completion. So the update finds its rows
- * by primary key, as the attempt rows do.
+ * by primary key, as `kept` does.
  */
+
+/** The `kept` and `attempt` CTEs both statements end with (ATTEMPTS, above): they read `input` and `moved`. */
+const RECORD_ATTEMPTS = `     -- ATTEMPTS, above
+     kept as (
+       select d.id from deliveries d
+        where d.id = any(array(select i.delivery_id from input i where i.delivery_id <> all(array(select m.id from moved m))))
+          for key share
+     ),
+     attempt as (
+       insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, node, started_at, duration_ms, url,
+                                      status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
+                                      transformation_hash, sent_request, scheduled_at)
+       select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
+              i.status_code, i.response_headers::jsonb, i.response_body, i.truncated, i.error_class, i.error_message,
+              i.transformation_hash, i.sent_request::jsonb,
+              -- the slot it waited for, as the claim gave it: whole microseconds from epoch ms
+              timestamptz 'epoch' + round(i.paced_slot_ms * 1000) * interval '1 microsecond'
+         from input i
+        where i.delivery_id in (select m.id from moved m) or i.delivery_id in (select k.id from kept k)
+     )`;
 
 /**
  * Records attempts and moves their deliveries on, nothing else: for a
@@ -42,25 +68,12 @@
 export const COMPLETE_ATTEMPTS = `with input as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[], $8::int[],
                             $9::text[], $10::bytea[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
-                            $19::text[], $20::text[])
+                            $19::text[], $20::text[], $21::float8[])
          as i(attempt_id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code,
               response_headers, response_body, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
-              transformation_hash, sent_request)
+              transformation_hash, sent_request, paced_slot_ms)
      ),
-     attempt as (
-       insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, node, started_at, duration_ms, url,
-                                      status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
-                                      transformation_hash, sent_request, scheduled_at)
-       select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
-              i.status_code, i.response_headers::jsonb, i.response_body, i.truncated, i.error_class, i.error_message,
-              i.transformation_hash, i.sent_request::jsonb,
-              -- the slot it waited for, as the claim gave it (this statement's snapshot: before the move clears it)
-              d.paced_slot
-         from input i
-         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history;
-         -- one primary-key probe an outcome (PROBE, above)
-         cross join lateral (select d.paced_slot from deliveries d where d.id = i.delivery_id limit 1) d
-     )
+     moved as (
      update deliveries d
         set status = case when i.status = 'pending' then delivery_retry_status(d.next_attempt_at) else i.status end,
             attempt_count = d.attempt_count + 1,
@@ -73,7 +86,10 @@ export const COMPLETE_ATTEMPTS = `with input as (
        from input i
       -- LEASED, above: a status check no index matches
       where d.id = i.delivery_id and d.lease_id = i.lease_id and coalesce(d.status, '') = 'in_flight'
-      returning d.id`;
+      returning d.id
+     ),
+${RECORD_ATTEMPTS}
+     select id from moved`;
 
 /**
  * COMPLETE_ATTEMPTS that also records each outcome for incidents in the
@@ -86,24 +102,10 @@ export const COMPLETE_ATTEMPTS = `with input as (
 export const COMPLETE_ATTEMPTS_RECORDING_INCIDENTS = `with input as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[], $8::int[],
                             $9::text[], $10::bytea[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::float8[], $16::text[], $17::uuid[],
-                            $19::text[], $20::text[])
+                            $19::text[], $20::text[], $21::float8[])
          as i(attempt_id, delivery_id, organization_id, attempt_number, started_at, duration_ms, url, status_code,
               response_headers, response_body, truncated, error_class, error_message, status, delay_s, last_error, lease_id,
-              transformation_hash, sent_request)
-     ),
-     attempt as (
-       insert into delivery_attempts (id, delivery_id, organization_id, attempt_number, node, started_at, duration_ms, url,
-                                      status_code, response_headers, response_body, response_body_truncated, error_class, error_message,
-                                      transformation_hash, sent_request, scheduled_at)
-       select i.attempt_id, i.delivery_id, i.organization_id, i.attempt_number, $18, i.started_at, i.duration_ms, i.url,
-              i.status_code, i.response_headers::jsonb, i.response_body, i.truncated, i.error_class, i.error_message,
-              i.transformation_hash, i.sent_request::jsonb,
-              -- the slot it waited for, as the claim gave it (this statement's snapshot: before the move clears it)
-              d.paced_slot
-         from input i
-         -- a delivery deleted meanwhile (its endpoint or destination was deleted) keeps no history;
-         -- one primary-key probe an outcome (PROBE, above)
-         cross join lateral (select d.paced_slot from deliveries d where d.id = i.delivery_id limit 1) d
+              transformation_hash, sent_request, paced_slot_ms)
      ),
      moved as (
      update deliveries d
@@ -120,6 +122,7 @@ export const COMPLETE_ATTEMPTS_RECORDING_INCIDENTS = `with input as (
       where d.id = i.delivery_id and d.lease_id = i.lease_id and coalesce(d.status, '') = 'in_flight'
       returning d.*
      ),
+${RECORD_ATTEMPTS},
      -- incidents see each outcome in this same statement (src/incidents/record.ts)
      incident_outcome as (
        select m.id as delivery_id, m.status, m.organization_id, m.request_id, m.request_received_at, m.endpoint_id, m.forward_destination_id,

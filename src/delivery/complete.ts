@@ -24,8 +24,9 @@ function lastErrorOf({ result, decision }: Outcome): string | null {
 /**
  * Records attempts and moves their deliveries on, for any number of
  * outcomes, in ONE statement (one implicit transaction, one commit): each
- * attempt row is always written, because the attempt happened; its
- * delivery changes only while the lease it was claimed with still holds.
+ * attempt row is written while its delivery exists, because the attempt
+ * happened; its delivery changes only while the lease it was claimed with
+ * still holds.
  * Returns the ids of the deliveries updated (a missing id: the lease
  * expired and another worker owns that delivery now).
  */
@@ -87,6 +88,8 @@ export function completionParams(outcomes: readonly Outcome[], node: string): un
     // src/transformations/run.ts: the code version an attempt ran and what it sent
     textArray(col((o) => o.result.transformationHash ?? null)),
     textArray(col((o) => (o.result.sentRequest === undefined ? null : JSON.stringify(o.result.sentRequest)))),
+    // the attempt's scheduled_at (complete-statement.ts, ATTEMPTS)
+    float8Array(col((o) => o.delivery.pacedSlotMs ?? null)),
   ];
 }
 

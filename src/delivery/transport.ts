@@ -22,6 +22,8 @@ export interface ClaimedDelivery {
   attemptNumber: number;
   /** Local epoch ms before which a paced delivery must not be sent (its slot); 0 when unpaced. */
   sendAt: number;
+  /** The paced slot the claim gave, epoch ms in the database's clock (the attempt's scheduled_at); null or absent when unpaced. */
+  pacedSlotMs?: number | null;
   /** null when the capture no longer exists (retention removed it). */
   capture: CapturedMessage | null;
   /** A destination disabled after the delivery was queued is skipped. */

@@ -284,7 +284,7 @@ describe('the completion statements', () => {
   ] as const) {
     it(`${name} finds each outcome's delivery by its primary key, not by reading every delivery (no statistics, as on PGlite)`, async () => {
       // 2,000 deliveries of history, unanalyzed: the size at which a plain join hashed
-      // 16 outcomes and read the whole table for them (complete-statement.ts, PROBE)
+      // 16 outcomes and read the whole table for them (complete-statement.ts: the plain join of an earlier statement)
       await insertHistory();
       const outcomes: Outcome[] = [];
       for (let i = 0; i < 16; i++) {
@@ -306,7 +306,7 @@ describe('the completion statements', () => {
       // walked deliveries_leased would read the dead entries of every delivery once in flight)
       await insertHistory();
       const plan = await genericPlanOf(t.db, statement, completionParams([], 'node').length, COMPLETE_SETTINGS);
-      // the attempt rows' paced slots and the deliveries moved: primary-key probes; the only other
+      // the deliveries moved and those kept (ATTEMPTS): primary-key probes; the only other
       // read of deliveries is the supersede of a successful replay's pair (by request)
       const reads = plan.split('\n').filter((line) => / on deliveries\b/.test(line) && !/Update on/.test(line));
       assert.equal(reads.filter((line) => /Index Scan using deliveries_pkey on deliveries/.test(line)).length, 2, plan);
