@@ -6,9 +6,9 @@ import { COMPLETE_SETTINGS, completeAttempts, completionParams, type Outcome } f
 import { COMPLETE_ATTEMPTS, COMPLETE_ATTEMPTS_RECORDING_INCIDENTS } from '../../src/delivery/complete-statement.ts';
 import { sweepDeliveries } from '../../src/delivery/retention.ts';
 import type { ClaimedDelivery } from '../../src/delivery/transport.ts';
-import { createOrganization } from '../../src/orgs/organizations.ts';
-import { insertEndpoint, insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
+import { insertForwardDestination, type EndpointFixture } from '../helpers/fixtures.ts';
 import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { attempts, orgWithEndpoint } from './helpers.ts';
 
 // A delivery's attempts go with it (the trigger of migration 0026, which
 // replaced delivery_attempts' foreign key), and a completion never leaves an
@@ -26,8 +26,7 @@ before(async () => {
 after(() => t.close());
 beforeEach(async () => {
   await t.reset();
-  const org = await createOrganization(t.db, { name: 'Acme', plan: 'business', region: 'us' });
-  ep = await insertEndpoint(t.db, org.id, { forwardUrl: URL });
+  ep = await orgWithEndpoint(t.db, URL);
 });
 
 /** An in-flight delivery of `ep` under a lease; `destinationId` puts it on a forward destination. */
@@ -65,10 +64,10 @@ async function count(sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await t.db.query<{ n: number }>(`select count(*)::int as n from (${sql}) x`, params);
   return rows[0].n;
 }
-const attemptsOf = (id: string) => count('select 1 from delivery_attempts where delivery_id = $1::uuid', [id]);
+const attemptsOf = async (id: string) => (await attempts(t.db, id)).length;
 const orphans = () => count('select 1 from delivery_attempts a where not exists (select 1 from deliveries d where d.id = a.delivery_id)');
 
-/** Runs a completion statement inside an open transaction, as completeAttempts runs it; `hold` keeps the transaction open until it resolves. */
+/** Runs a completion statement inside an open transaction, under the settings completeAttempts runs it with; returns the ids it moved. */
 async function completeIn(tx: Queryable, statement: string, outcomes: Outcome[]): Promise<string[]> {
   await tx.exec(setStatements(COMPLETE_SETTINGS));
   const { rows } = await tx.query<{ id: string }>(statement, completionParams(outcomes, 'node'));
