@@ -12,6 +12,10 @@
  * fresh database beside DATABASE_URL when that is set.
  * Env: BENCH_GROUPS (groups per round, default 300), BENCH_GROUP_SIZE
  * (captures per group, default 40), BENCH_ROUNDS (default 3).
+ * BENCH_VERIFY=1 adds a third variant: the capture statement with every
+ * capture marked as signature verification marks it (src/verification:
+ * status `verified`), so what verification costs the statement is the
+ * difference between the last two lines.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,7 +57,10 @@ const headers: [string, string][] = [
   ['User-Agent', 'bench'],
 ];
 
-const group = (endpoint: { id: string; organization_id: string }): Capture[] => Array.from({ length: SIZE }, () => captureOf(endpoint, { body, headers }));
+const VERIFY = process.env.BENCH_VERIFY === '1';
+
+const group = (endpoint: { id: string; organization_id: string }, verified = false): Capture[] =>
+  Array.from({ length: SIZE }, () => captureOf(endpoint, { body, headers, ...(verified ? { verification_status: 'verified' as const } : {}) }));
 
 /**
  * Runs storeCaptures' own parameter building, then sends those parameters
@@ -83,12 +90,14 @@ async function measure(db: Db, label: string): Promise<void> {
   const variants: Array<[string, (c: Capture[]) => Promise<unknown>]> = [
     ['plain insert', plainInsert(db)],
     ['capture statement', (c) => storeCaptures(db, c)],
+    ...(VERIFY ? [['capture statement, verified', (c: Capture[]) => storeCaptures(db, c)] as [string, (c: Capture[]) => Promise<unknown>]] : []),
   ];
   const perCapture = new Map<string, number[]>(variants.map(([name]) => [name, []]));
-  for (const [, run] of variants) for (let i = 0; i < 20; i++) await run(group(endpoint));
+  const verified = (name: string) => name.endsWith('verified');
+  for (const [name, run] of variants) for (let i = 0; i < 20; i++) await run(group(endpoint, verified(name)));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, run] of variants) {
-      const groups = Array.from({ length: GROUPS }, () => group(endpoint));
+      const groups = Array.from({ length: GROUPS }, () => group(endpoint, verified(name)));
       const t0 = performance.now();
       for (const g of groups) await run(g);
       perCapture.get(name)!.push(((performance.now() - t0) * 1000) / (GROUPS * SIZE));
@@ -100,6 +109,13 @@ async function measure(db: Db, label: string): Promise<void> {
     `${label.padEnd(11)} plain insert ${plain.toFixed(1)} µs/capture, capture statement ${full.toFixed(1)} µs/capture ` +
       `(${(1000 / full).toFixed(0)}k captures/s on one connection), ratio ${(full / plain).toFixed(2)}`,
   );
+  if (VERIFY) {
+    const runs = perCapture.get('capture statement, verified')!;
+    const unverified = perCapture.get('capture statement')!;
+    const v = median(runs);
+    const paired = median(runs.map((x, i) => x / unverified[i]));
+    console.log(`${''.padEnd(11)} capture statement, verified ${v.toFixed(1)} µs/capture: verified ÷ unverified ${paired.toFixed(3)} (median of the rounds)`);
+  }
 }
 
 /** Migrates a fresh database, measures on it, and closes it whatever happens. */

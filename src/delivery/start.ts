@@ -44,6 +44,8 @@ const MIN_CLAIM_AHEAD_WAIT_MS = 5_000;
 const POSTGRES_UNRECORDED_CONCURRENCIES = 4;
 /** Rows a claim takes with claim-ahead, in concurrencies (deliveryQueueFor). */
 const CLAIM_CONCURRENCIES = 2;
+/** Batches a node holds beyond its send slots with claim-ahead, by database (deliveryQueueFor). */
+const CLAIM_AHEAD_BATCHES = { pglite: 2, postgres: 1 } as const;
 
 /**
  * How much the HTTPS delivery worker holds (WorkerOptions.claimAhead,
@@ -56,18 +58,31 @@ const CLAIM_CONCURRENCIES = 2;
  * answered forwards could wait for their record beyond twice the
  * concurrency: a completion commits in 3-4 ms there, and while it did, a
  * limit of twice the concurrency kept the next claim back (together 1.2x
- * the forwards a second). A node holds at most one batch more than it
- * sends, so other nodes still find work.
+ * the forwards a second).
  *
- * With claim-ahead a claim takes two concurrencies of rows, and a node
- * holds up to three: a statement's cost per row falls the more rows it
- * carries (a claim of 64 cost 174 µs a forward on PGlite, of 16 248 µs),
- * and answered outcomes may wait for their record up to one more batch, so
- * the claims and the completions both come in batches of two
- * concurrencies. PGlite: 1.08-1.15x the forwards a second at 0.88x the
- * CPU a forward (2026-11-29). PostgreSQL: 0.98x then, when a row cost
- * more; since the binary arrays, 1.00-1.10x at 0.85-0.95x the CPU a
- * forward, the server's own 0.85x (2026-12-05: docs/forwarding.md).
+ * With claim-ahead a claim takes two concurrencies of rows: a statement's
+ * cost per row falls the more rows it carries (a claim of 64 cost 174 µs
+ * a forward on PGlite, of 16 248 µs), and answered outcomes may wait for
+ * their record up to one more batch, so the claims and the completions
+ * both come in batches of two concurrencies. PGlite: 1.08-1.15x the
+ * forwards a second at 0.88x the CPU a forward (2026-11-29). PostgreSQL:
+ * 0.98x then, when a row cost more; since the binary arrays, 1.00-1.10x at
+ * 0.85-0.95x the CPU a forward, the server's own 0.85x (2026-12-05:
+ * docs/forwarding.md).
+ *
+ * A PGlite node holds two batches beyond its send slots (five
+ * concurrencies in all), a PostgreSQL node one (three). With one, the next
+ * claim leaves once a batch less half a concurrency has finished, and its
+ * rows often come back after the slots have run dry: on PostgreSQL every
+ * slot was busy only half the time. With two on PGlite, where the database
+ * shares the main thread with the worker, 1.13x the forwards a second at
+ * the same CPU a forward; on PostgreSQL the slots were busy more of the
+ * time (0.76-0.89 against 0.49-0.57), but the forwards a second did not
+ * follow (0.94x) and the CPU a forward in this process rose 1.16x: a
+ * delivery held longer survives more young-generation collections
+ * (2026-12-07, third session: docs/forwarding.md). A PGlite node is the
+ * only node on its database; a PostgreSQL node takes no more than one
+ * batch beyond what it is sending, so other nodes still find work.
  *
  * What is claimed ahead of a send slot also stays within `holdBytes` of
  * captured bodies (WEIR_DELIVERY_HOLD_MB), so a backlog of large bodies
@@ -76,13 +91,18 @@ const CLAIM_CONCURRENCIES = 2;
 export function deliveryQueueFor(
   db: Pick<Db, 'kind'>,
   o: { leaseMs: number; forwardTimeoutMs: number; concurrency: number; holdBytes: number },
-): { claimAhead?: { maxWaitMs: number; holdBytes: number }; batchSize?: number; unrecordedLimit: number } {
+): { claimAhead?: { maxWaitMs: number; holdBytes: number; batches: number }; batchSize?: number; unrecordedLimit: number } {
   const maxWaitMs = o.leaseMs - o.forwardTimeoutMs - LEASE_MARGIN_MS;
-  const claimAhead = maxWaitMs >= MIN_CLAIM_AHEAD_WAIT_MS ? { maxWaitMs, holdBytes: o.holdBytes } : undefined;
   const batchSize = CLAIM_CONCURRENCIES * o.concurrency;
-  if (db.kind === 'postgres') return { claimAhead, ...(claimAhead && { batchSize }), unrecordedLimit: (1 + POSTGRES_UNRECORDED_CONCURRENCIES) * o.concurrency };
-  if (!claimAhead) return { unrecordedLimit: 2 * o.concurrency };
-  return { claimAhead, batchSize, unrecordedLimit: o.concurrency + 2 * batchSize };
+  if (maxWaitMs < MIN_CLAIM_AHEAD_WAIT_MS) {
+    return db.kind === 'postgres'
+      ? { claimAhead: undefined, unrecordedLimit: (1 + POSTGRES_UNRECORDED_CONCURRENCIES) * o.concurrency }
+      : { unrecordedLimit: 2 * o.concurrency };
+  }
+  const batches = CLAIM_AHEAD_BATCHES[db.kind];
+  const claimAhead = { maxWaitMs, holdBytes: o.holdBytes, batches };
+  // what is held (the send slots and the batches ahead of them), and one batch of answered outcomes waiting for their record
+  return { claimAhead, batchSize, unrecordedLimit: o.concurrency + (batches + 1) * batchSize };
 }
 
 /**

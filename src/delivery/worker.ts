@@ -30,7 +30,7 @@ export interface WorkerOptions {
   logger: Logger;
   /** Identifies this node in deliveries.leased_by. */
   node: string;
-  /** Forwards sent at once on this node (with claim-ahead it holds up to `batchSize` more leased). */
+  /** Forwards sent at once on this node (with claim-ahead it holds up to `claimAhead.batches` × `batchSize` more leased). */
   concurrency: number;
   /**
    * Claim ahead: hold up to `batchSize` more leased deliveries than are
@@ -41,10 +41,13 @@ export interface WorkerOptions {
    * margin); past it the lease is given back instead. `holdBytes` bounds
    * the captured bodies held: a claim takes rows beyond the free send slots
    * only while the bodies held, and as many more as the last claim's mean
-   * body size says would fit, stay within it (unbounded when absent). Off
-   * when absent.
+   * body size says would fit, stay within it (unbounded when absent).
+   * `batches` is how many batches it holds beyond its send slots (default
+   * 1): with two, the next claim's rows arrive while a whole batch still
+   * waits for slots, so the slots do not run dry during a claim's round
+   * trip (src/delivery/start.ts deliveryQueueFor). Off when absent.
    */
-  claimAhead?: { maxWaitMs: number; holdBytes?: number };
+  claimAhead?: { maxWaitMs: number; holdBytes?: number; batches?: number };
   /**
    * Deliveries claimed and not yet recorded, at most: those held (sending
    * or waiting for a send slot) and answered ones whose outcome waits for
@@ -56,7 +59,8 @@ export interface WorkerOptions {
   unrecordedLimit?: number;
   /**
    * Rows per claim statement at most, default the concurrency. With
-   * claim-ahead a node holds up to the concurrency plus this many leased;
+   * claim-ahead a node holds up to the concurrency plus `claimAhead.batches`
+   * times this many leased;
    * without, no more than the concurrency. Completions linger for as many
    * outcomes (COMPLETION_LINGER_MS).
    */
@@ -100,7 +104,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
   private sending = 0;
   /** Held deliveries waiting for a send slot, first claimed first (claim-ahead only). */
   private readonly sendQueue: Array<() => void> = [];
-  /** Deliveries held at once, sending or waiting to: `concurrency`, plus a batch with claim-ahead. */
+  /** Deliveries held at once, sending or waiting to: `concurrency`, plus `claimAhead.batches` batches with claim-ahead. */
   private readonly holdLimit: number;
   /** WorkerOptions.unrecordedLimit. */
   private readonly unrecordedLimit: number;
@@ -158,7 +162,7 @@ export class DeliveryWorker extends QueueLoop<{ delivery: ClaimedDelivery; abort
     const half = Math.floor(o.concurrency / 2);
     this.budgetRefill = Math.max(1, Math.min(this.batch, half));
     this.refill = o.claimAhead ? Math.max(1, this.batch - half) : this.budgetRefill;
-    this.holdLimit = o.claimAhead ? o.concurrency + this.batch : o.concurrency;
+    this.holdLimit = o.claimAhead ? o.concurrency + (o.claimAhead.batches ?? 1) * this.batch : o.concurrency;
     this.unrecordedLimit = Math.max(this.holdLimit, o.unrecordedLimit ?? 2 * o.concurrency);
     this.queued = o.transport.queueLimit === o.concurrency && o.transport.sendQueued !== undefined;
   }

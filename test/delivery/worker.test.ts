@@ -176,36 +176,53 @@ describe('delivery worker', () => {
       return { gate, open };
     };
 
+    /**
+     * A worker of concurrency 2 and batches of 4, `batches` batches held
+     * ahead, both send slots held by the receiver, and `more` captures
+     * arriving behind them: it holds the two it sends and `batches`
+     * batches, sends no more than two at once, leaves the rest pending for
+     * other nodes, and once let through sends every capture once, the held
+     * ones in claim order.
+     */
+    async function drainAhead(o: { threaded: boolean; batches?: number; more: number }) {
+      const held = 2 + 4 * (o.batches ?? 1);
+      const { gate, open } = gated();
+      const rx = await startReceiver({ reply: () => ({ until: gate }) });
+      t.receivers.push(rx);
+      const ep = await orgWithEndpoint(t.db, rx.url);
+      const first = await insertCaptures(t.db, ep, [{ body: 'c0' }, { body: 'c1' }]);
+      const claimAhead = { maxWaitMs: 60_000, ...(o.batches && { batches: o.batches }) };
+      t.worker = await startTestWorker(t.db, { concurrency: 2, batchSize: 4, pollMs: 3_600_000, claimAhead, threaded: o.threaded });
+      assert.equal((t.worker as unknown as { queued: boolean }).queued, o.threaded, 'a transport queueing at the worker\'s concurrency takes every held delivery');
+      await rx.waitFor(2);
+      // a backlog arrives while both slots are busy: the next claims take batches of two concurrencies
+      const rest = await insertCaptures(t.db, ep, Array.from({ length: o.more }, (_, i) => ({ body: `c${i + 2}` })));
+      await waitUntil(async () => t.worker!.inFlightDeliveries().length === held || undefined, `${held} deliveries held`);
+      await new Promise((r) => setTimeout(r, 150));
+      assert.equal(t.worker.inFlightDeliveries().length, held, 'the two being sent and the batches ahead, no more');
+      assert.equal(rx.received.length, 2, 'no more sends than the concurrency');
+      assert.deepEqual(new Set(rx.received.map((r) => r.body.toString())), new Set(['c0', 'c1']));
+      assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, held);
+      assert.equal((await deliveries(t.db, "status = 'pending'")).length, 2 + o.more - held, 'the rest left for other nodes');
+      open();
+      const all = 2 + o.more;
+      await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === all || undefined, `all ${all} delivered`);
+      assert.equal(rx.received.length, all, 'each sent once');
+      // Sends start in claim order, two at a time, but two in flight may reach the receiver in
+      // either order (one may open a new connection), so arrival order proves only this: c<j> starts
+      // once all but one of c0..c<j-1> are answered, so at least j-1 arrivals come before it.
+      const arrived = rx.received.map((r) => Number(r.body.toString().slice(1)));
+      const early = arrived.map((n, position) => ({ n, position })).filter(({ n, position }) => position < n - 1);
+      assert.deepEqual(early, [], `the held ones went in claim order, at most two at a time (arrivals: ${arrived.join(', ')})`);
+      assert.equal((await attempts(t.db)).length, all);
+      assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set([...first, ...rest].map((c) => c.id)));
+    }
+
     for (const threaded of [false, true]) {
-      it(`with batches of two concurrencies, claims a backlog a batch at a time and holds up to three concurrencies, but sends no more than its concurrency at once, the held ones in claim order, each once${onThread(threaded)}`, async () => {
-        const { gate, open } = gated();
-        const rx = await startReceiver({ reply: () => ({ until: gate }) });
-        t.receivers.push(rx);
-        const ep = await orgWithEndpoint(t.db, rx.url);
-        const first = await insertCaptures(t.db, ep, [{ body: 'c0' }, { body: 'c1' }]);
-        t.worker = await startTestWorker(t.db, { concurrency: 2, batchSize: 4, claimAhead: { maxWaitMs: 60_000 }, threaded });
-        assert.equal((t.worker as unknown as { queued: boolean }).queued, threaded, 'a transport queueing at the worker\'s concurrency takes every held delivery');
-        await rx.waitFor(2);
-        // a backlog arrives while both slots are busy: the next claim takes a batch of two concurrencies
-        const rest = await insertCaptures(t.db, ep, Array.from({ length: 8 }, (_, i) => ({ body: `c${i + 2}` })));
-        await waitUntil(async () => t.worker!.inFlightDeliveries().length === 6 || undefined, 'six deliveries held');
-        await new Promise((r) => setTimeout(r, 150));
-        assert.equal(t.worker.inFlightDeliveries().length, 6, 'no more held than three concurrencies');
-        assert.equal(rx.received.length, 2, 'no more sends than the concurrency');
-        assert.deepEqual(new Set(rx.received.map((r) => r.body.toString())), new Set(['c0', 'c1']));
-        assert.equal((await deliveries(t.db, "status = 'in_flight'")).length, 6);
-        open();
-        await waitUntil(async () => (await deliveries(t.db, "status = 'succeeded'")).length === 10 || undefined, 'all ten delivered');
-        assert.equal(rx.received.length, 10, 'each sent once');
-        // Sends start in claim order, two at a time, but two in flight may reach the receiver in
-        // either order (one may open a new connection), so arrival order proves only this: c<j> starts
-        // once all but one of c0..c<j-1> are answered, so at least j-1 arrivals come before it.
-        const arrived = rx.received.map((r) => Number(r.body.toString().slice(1)));
-        const early = arrived.map((n, position) => ({ n, position })).filter(({ n, position }) => position < n - 1);
-        assert.deepEqual(early, [], `the held ones went in claim order, at most two at a time (arrivals: ${arrived.join(', ')})`);
-        assert.equal((await attempts(t.db)).length, 10);
-        assert.deepEqual(new Set((await deliveries(t.db)).map((d) => d.request_id)), new Set([...first, ...rest].map((c) => c.id)));
-      });
+      it(`with batches of two concurrencies, claims a backlog a batch at a time and holds up to three concurrencies, but sends no more than its concurrency at once, the held ones in claim order, each once${onThread(threaded)}`, () =>
+        drainAhead({ threaded, more: 8 }));
+      it(`with two batches ahead, holds up to the concurrency and two batches, leaves the rest to other nodes, each sent once in claim order${onThread(threaded)}`, () =>
+        drainAhead({ threaded, batches: 2, more: 12 }));
     }
 
     /**
@@ -262,11 +279,12 @@ describe('delivery worker', () => {
       assert.equal(held, 6, 'three concurrencies, as without a budget');
     });
 
-    it('takes two concurrencies a claim on both databases; none ahead without room in the lease', () => {
+    it('takes two concurrencies a claim on both databases, holds two batches ahead on PGlite and one on PostgreSQL; none ahead without room in the lease', () => {
       const o = { leaseMs: 60_000, forwardTimeoutMs: 30_000, concurrency: 32, holdBytes: 1 << 26 };
       const claimAhead = { maxWaitMs: 28_000, holdBytes: 1 << 26 };
-      assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, o), { claimAhead, batchSize: 64, unrecordedLimit: 160 });
-      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead, batchSize: 64, unrecordedLimit: 160 });
+      // held: 32 sending and the batches of 64 waiting; recorded: those and one batch of answered outcomes
+      assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, o), { claimAhead: { ...claimAhead, batches: 2 }, batchSize: 64, unrecordedLimit: 224 });
+      assert.deepEqual(deliveryQueueFor({ kind: 'postgres' }, o), { claimAhead: { ...claimAhead, batches: 1 }, batchSize: 64, unrecordedLimit: 160 });
       // a lease leaving less than 5 s to wait: sends as they are claimed, a batch of one concurrency
       const short = { ...o, leaseMs: 36_000 };
       assert.deepEqual(deliveryQueueFor({ kind: 'pglite' }, short), { unrecordedLimit: 64 });
