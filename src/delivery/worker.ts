@@ -33,7 +33,7 @@ export interface WorkerOptions {
   /** Forwards sent at once on this node (with claim-ahead it holds up to `claimAhead.batches` × `batchSize` more leased). */
   concurrency: number;
   /**
-   * Claim ahead: hold up to `batchSize` more leased deliveries than are
+   * Claim ahead: hold up to `batches` × `batchSize` more leased deliveries than are
    * being sent, each waiting for a send slot, so claims and completions run
    * while the slots are busy and come in full batches. `maxWaitMs` is how
    * long a held delivery may wait for its slot and still have its whole
