@@ -40,7 +40,7 @@ const LEASE_MARGIN_MS = 2_000;
 /** Below this much room for waiting, claim-ahead would mostly give leases back: not worth it. */
 const MIN_CLAIM_AHEAD_WAIT_MS = 5_000;
 
-/** Outcomes waiting for their completion statement on PostgreSQL, in concurrencies (deliveryQueueFor). */
+/** Outcomes waiting for their completion statement on PostgreSQL without claim-ahead, in concurrencies (deliveryQueueFor). */
 const POSTGRES_UNRECORDED_CONCURRENCIES = 4;
 /** Rows a claim takes with claim-ahead, in concurrencies (deliveryQueueFor). */
 const CLAIM_CONCURRENCIES = 2;
