@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { asBuffer, NAMED_PLAN_CACHE_MODE, notify, sqlState } from '../../src/db/db.ts';
+import { asBuffer, NAMED_PLAN_CACHE_MODE, notify, sqlState, type Queryable } from '../../src/db/db.ts';
 import { newId, isUuid } from '../../src/db/ids.ts';
-import { openTestDb, type TestDb } from '../helpers/db.ts';
+import { onPostgres, openTestDb, type TestDb } from '../helpers/db.ts';
 
 // The Db contract, on whichever adapter this run uses (PGlite, or PostgreSQL with DATABASE_URL).
 
@@ -133,6 +133,22 @@ describe('queries', () => {
     const err = await tdb.db.query('insert into db_test (id) values (30)').catch((e) => e);
     assert.equal(sqlState(err), '23505');
     assert.equal(sqlState(new Error('x')), undefined);
+  });
+
+  // node-postgres takes the stack again where its promise settles; the adapter
+  // runs statements through its callbacks (src/db/postgres.ts, run) and does the same
+  it("gives a failed statement's error its SQLSTATE and a stack that leads back to its caller: on the pool, with settings, in a transaction", { skip: !onPostgres && 'the PostgreSQL adapter' }, async () => {
+    await tdb.db.query('insert into db_test (id) values (31) on conflict do nothing');
+    const duplicate = (q: Queryable) => q.query('insert into db_test (id) values ($1::int)', [31], { name: 'db_test_duplicate' });
+    const errors = [
+      await duplicate(tdb.db).catch((e: Error) => e),
+      await tdb.db.withSettings({ enable_seqscan: 'off' }, duplicate).catch((e: Error) => e),
+      await tdb.db.transaction(duplicate).catch((e: Error) => e),
+    ];
+    for (const err of errors) {
+      assert.equal(sqlState(err), '23505');
+      assert.match((err as Error).stack ?? '', /db\.test\.ts/, 'the stack names this file, not only the socket that read the answer');
+    }
   });
 });
 
