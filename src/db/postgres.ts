@@ -19,12 +19,13 @@ function wrap(conn: Conn): Queryable {
 /**
  * One statement through node-postgres' callback interface. Its promise
  * interface on a checked-out client (`client.query(config)` without a
- * callback) kept every result it returned alive through the next
- * young-generation collection and into the old generation: a claim's 64
- * rows, their strings and its Query were promoted every time, about 2 MB
- * a collection, and each collection then took 4-5 times as long
+ * callback) had every result it returned promoted to the old generation
+ * instead of dying young: a claim's 64 rows, their strings and its Query,
+ * every time, about 2 MB a young collection, each of which then took 4-5
+ * times as long (why, node-postgres' code does not show)
  * (docs/forwarding.md, "Results the collector promoted"). A pool's
- * query() already runs on the callback interface. The error's stack is
+ * query() already runs on the callback interface; every statement of the
+ * adapter but the LISTEN connection's goes through here. The error's stack is
  * taken again here, as node-postgres' promise does, so that it leads back
  * to the caller and not to the socket's read.
  */
@@ -232,18 +233,18 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       let result;
       try {
         // one simple query: BEGIN and the settings are a single round trip
-        await client.query(opts?.settings ? `BEGIN; ${opts.settings}` : 'BEGIN');
+        await run(client, { text: opts?.settings ? `BEGIN; ${opts.settings}` : 'BEGIN' });
         result = await fn(wrap(client));
         // PostgreSQL answers COMMIT of a transaction in which a statement
         // failed (and the error was caught) with a silent ROLLBACK. Throw, as
         // PGlite does, rather than report writes that never happened.
-        const commit = await client.query('COMMIT');
+        const commit = await run(client, { text: 'COMMIT' });
         if (commit.command === 'ROLLBACK') {
           throw Object.assign(new Error('Transaction was rolled back instead of committed: a statement in it failed'), { code: '25P02' });
         }
       } catch (err) {
         // A connection that cannot even roll back is broken: destroy it rather than pool it.
-        const broken = await client.query('ROLLBACK').then(
+        const broken = await run(client, { text: 'ROLLBACK' }).then(
           () => false,
           () => true,
         );
@@ -258,7 +259,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       const client = await p.connect();
       try {
         if (!settled.has(client)) {
-          await client.query(sql);
+          await run(client, { text: sql });
           settled.add(client);
         }
       } catch (err) {
